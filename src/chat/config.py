@@ -1,0 +1,77 @@
+"""Worker configuration from [vars] and secrets, checked once per request."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+class ConfigError(ValueError):
+    """A [vars] entry or secret has a value the Worker cannot run with."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    model: str
+    fallback_models: tuple[str, ...] = ()
+    system_prompt: str = ""
+    max_tokens: int = 1024
+    max_body_bytes: int = 64 * 1024
+    max_messages: int = 50
+    max_input_chars: int = 32_000
+    start_timeout_ms: int = 15_000
+    idle_timeout_ms: int = 30_000
+    ping_interval_ms: int = 15_000
+    allowed_origins: tuple[str, ...] = ()  # empty: any origin
+    padding: int = 32  # longest random padding on delta events; 0 turns it off
+    auth_token: str | None = None
+    retry_after_s: int = 10
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return (self.model, *self.fallback_models)
+
+    @classmethod
+    def from_env(cls, read: Callable[[str], str | None]) -> Config:
+        """Build from a lookup of variable names; raises ConfigError naming the bad entry."""
+
+        def text(name: str, default: str) -> str:
+            value = read(name)
+            return default if value is None else str(value)
+
+        def integer(name: str, default: int, minimum: int) -> int:
+            raw = read(name)
+            if raw is None or str(raw).strip() == "":
+                return default
+            try:
+                value = int(str(raw).strip())
+            except ValueError:
+                raise ConfigError(f"{name} must be an integer, got {raw!r}") from None
+            if value < minimum:
+                raise ConfigError(f"{name} must be at least {minimum}, got {value}")
+            return value
+
+        def names(name: str) -> tuple[str, ...]:
+            return tuple(part.strip() for part in text(name, "").split(",") if part.strip())
+
+        model = text("MODEL", "").strip()
+        if not model:
+            raise ConfigError("MODEL must name a Workers AI model")
+        config = cls(
+            model=model,
+            fallback_models=names("FALLBACK_MODELS"),
+            system_prompt=text("SYSTEM_PROMPT", ""),
+            max_tokens=integer("MAX_TOKENS", cls.max_tokens, 1),
+            max_body_bytes=integer("MAX_BODY_BYTES", cls.max_body_bytes, 1),
+            max_messages=integer("MAX_MESSAGES", cls.max_messages, 1),
+            max_input_chars=integer("MAX_INPUT_CHARS", cls.max_input_chars, 1),
+            start_timeout_ms=integer("START_TIMEOUT_MS", cls.start_timeout_ms, 1),
+            idle_timeout_ms=integer("IDLE_TIMEOUT_MS", cls.idle_timeout_ms, 1),
+            ping_interval_ms=integer("PING_INTERVAL_MS", cls.ping_interval_ms, 1),
+            allowed_origins=names("ALLOWED_ORIGINS"),
+            padding=integer("PADDING", cls.padding, 0),
+            auth_token=read("AUTH_TOKEN") or None,
+        )
+        if config.padding > 1024:
+            raise ConfigError(f"PADDING must be at most 1024, got {config.padding}")
+        return config

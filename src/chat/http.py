@@ -1,0 +1,81 @@
+"""HTTP details shared by every route: CORS, content negotiation, header sets. Pure Python."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from .api_errors import ApiError
+from .config import Config
+
+SSE_TYPE = "text/event-stream; charset=utf-8"
+NDJSON_TYPE = "application/x-ndjson"
+JSON_TYPE = "application/json; charset=utf-8"
+
+# Every layer between the model and the reader must pass chunks on as they come: no cache,
+# no transformation, no proxy buffering (nginx honours x-accel-buffering), no compression
+# (a compressor holds bytes back until its block fills).
+STREAM_HEADERS = {
+    "cache-control": "no-cache, no-store, no-transform",
+    "x-accel-buffering": "no",
+    "content-encoding": "identity",
+}
+CORS_METHODS = "GET, POST, OPTIONS"
+CORS_HEADERS = "authorization, content-type, accept"
+
+
+def origin_of(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def origin_allowed(origin: str | None, request_url: str, config: Config) -> bool:
+    """No Origin (curl, server-to-server) and same-origin requests are always allowed."""
+    if origin is None or not config.allowed_origins or origin == origin_of(request_url):
+        return True
+    return origin in config.allowed_origins or "*" in config.allowed_origins
+
+
+def cors_headers(origin: str | None) -> dict[str, str]:
+    if origin is None:
+        return {}
+    return {
+        "access-control-allow-origin": origin,
+        "access-control-expose-headers": "x-request-id, retry-after",
+        "vary": "Origin",
+    }
+
+
+def preflight_headers(origin: str | None) -> dict[str, str]:
+    return {
+        **cors_headers(origin),
+        "access-control-allow-methods": CORS_METHODS,
+        "access-control-allow-headers": CORS_HEADERS,
+        "access-control-max-age": "86400",
+    }
+
+
+def prefers_ndjson(accept: str | None) -> bool:
+    """True when the Accept header ranks NDJSON above the event stream."""
+    if not accept:
+        return False
+    ranks: dict[str, float] = {}
+    for position, item in enumerate(accept.split(",")):
+        media_type, *params = (part.strip() for part in item.split(";"))
+        quality = 1.0
+        for param in params:
+            key, _, value = param.partition("=")
+            if key.strip() == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        # Earlier entries win ties, as most servers read Accept.
+        ranks.setdefault(media_type.lower(), quality - position * 1e-6)
+    ndjson = ranks.get("application/x-ndjson", -1.0)
+    sse = max(ranks.get("text/event-stream", -1.0), ranks.get("*/*", -1.0) - 1.0)
+    return ndjson > 0 and ndjson > sse
+
+
+def error_body(error: ApiError, request_id: str) -> str:
+    return json.dumps({"error": {"code": error.code, "message": error.message}, "request_id": request_id})

@@ -1,0 +1,10 @@
+"""Structured logs: one JSON object a line, never message text or generated text."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def log(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, **fields}, separators=(",", ":"), default=str))

@@ -1,0 +1,204 @@
+"""The response stream: Workers AI's ReadableStream piped through a Python-driven
+TransformStream that re-frames it with the sans-IO core (sse.Reframer).
+
+This module only moves bytes between JS streams and the Reframer, and decides how a
+stream ends. One `StreamRelay` owns everything one response creates (the transformer's
+proxies, the timer, the pipe) and releases it in one idempotent `_close()`, reached from
+every ending: done, upstream error, idle timeout, malformed upstream, client disconnect.
+
+Why pipeTo with preventClose/preventAbort rather than pipeThrough: the terminal event has
+to be written after the upstream ends or fails. With pipeThrough an upstream error would
+error our readable too and tear the connection with no `error` event; here the pipe's
+settlement is observed and the terminal frame enqueued before the readable closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, create_proxy, to_js
+
+from sse import Reframer
+
+from .logs import log
+
+PIPE_OPTIONS = {"preventClose": True, "preventAbort": True}
+
+
+class StreamRelay:
+    def __init__(
+        self,
+        *,
+        upstream: Any,
+        reframer: Reframer,
+        request_id: str,
+        model: str,
+        route: str,
+        ping_interval_ms: int,
+        idle_timeout_ms: int,
+        keep_alive: Callable[[Awaitable[None]], None],
+    ) -> None:
+        self._upstream = upstream
+        self._reframer = reframer
+        self._log_fields = {"request_id": request_id, "model": model, "route": route}
+        self._ping_interval = ping_interval_ms / 1000
+        self._idle_timeout = idle_timeout_ms / 1000
+        self._keep_alive = keep_alive
+        self._controller: Any = None
+        self._proxies: list[Any] = []
+        self._timer: Any = None
+        self._began = time.monotonic()
+        self._last_upstream = self._began
+        self._last_sent = self._began
+        self._first_delta_ms: int | None = None
+        self._client_gone = False
+        self._closed = False
+        self._detail: str | None = None
+        self._tick_proxy: Any = None
+
+    def readable(self) -> Any:
+        """Start relaying; returns the ReadableStream to use as the Response body."""
+        transformer = to_js(
+            {"start": self._proxy(self._on_start), "transform": self._proxy(self._on_chunk), "cancel": self._proxy(self._on_cancel)},
+            dict_converter=js.Object.fromEntries,
+        )
+        stream = js.TransformStream.new(transformer)
+        pipe = self._upstream.pipeTo(stream.writable, to_js(PIPE_OPTIONS, dict_converter=js.Object.fromEntries))
+        self._keep_alive(self._supervise(pipe))
+        log("chat_stream_started", **self._log_fields)
+        return stream.readable
+
+    def _proxy(self, function: Callable[..., Any]) -> Any:
+        proxy = create_proxy(function)
+        self._proxies.append(proxy)
+        return proxy
+
+    # --- transformer callbacks (called by the JS stream machinery) ------------------------
+
+    def _on_start(self, controller: Any) -> None:
+        self._controller = controller
+        self._send(self._reframer.start())
+        self._tick_proxy = self._proxy(self._on_tick)
+        self._schedule_tick()
+
+    def _on_chunk(self, chunk: Any, _controller: Any) -> None:
+        self._last_upstream = time.monotonic()
+        try:
+            out = self._reframer.feed(chunk.to_bytes())
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the stream cleanly
+            self._end_with_error("internal_error", detail=type(exc).__name__)
+            return
+        if out:
+            if self._first_delta_ms is None and self._reframer.stats.chunks:
+                self._first_delta_ms = self._ms_since_start()
+            self._send(out)
+        if self._reframer.terminated:  # a line over the cap: upstream_malformed was sent
+            self._end_with_error(None)
+
+    def _on_cancel(self, _reason: Any) -> None:
+        # The client went away: the pipe now cancels the upstream (generation stops).
+        self._client_gone = True
+
+    def _on_tick(self) -> None:
+        self._timer = None
+        if self._closed or self._reframer.terminated or self._client_gone:
+            return
+        now = time.monotonic()
+        if now - self._last_upstream >= self._idle_timeout:
+            self._end_with_error("upstream_timeout")
+            return
+        if now - self._last_sent >= self._ping_interval:
+            self._send(self._reframer.ping())
+        self._schedule_tick()
+
+    # --- endings ------------------------------------------------------------------------
+
+    async def _supervise(self, pipe: Any) -> None:
+        upstream_failed = False
+        try:
+            await pipe
+        except JsException:
+            upstream_failed = True
+        try:
+            if self._client_gone:
+                self._log_end("chat_stream_cancelled")
+            elif not self._reframer.terminated:
+                # The upstream ended (or errored) and nothing ended the stream before it.
+                if upstream_failed:
+                    self._send(self._reframer.fail("generation_failed"))
+                else:
+                    self._send(self._reframer.finish())
+                self._terminate()
+                self._log_end()
+            else:
+                self._log_end()  # ended from inside: timeout, malformed upstream or a bug
+        finally:
+            self._close()
+
+    def _end_with_error(self, code: str | None, detail: str | None = None) -> None:
+        """End from inside the relay (timeout, malformed upstream, bug). The terminated
+        writable makes the pipe cancel the upstream; _supervise then logs and cleans up."""
+        if code is not None:
+            self._send(self._reframer.fail(code))
+        self._detail = detail
+        self._terminate()
+
+    def _log_end(self, event: str | None = None) -> None:
+        stats = self._reframer.stats
+        error_code = self._reframer.last_error_code
+        if event is None:
+            event = "chat_stream_failed" if error_code else "chat_stream_completed"
+        fields: dict[str, Any] = {
+            **self._log_fields,
+            "ttft_ms": self._first_delta_ms,
+            "duration_ms": self._ms_since_start(),
+            "chunks": stats.chunks,
+            "chars": stats.chars,
+            "skipped": stats.skipped,
+            "finish_reason": stats.finish_reason,
+            "usage": stats.usage,
+        }
+        if error_code and event == "chat_stream_failed":
+            fields["code"] = error_code
+        if self._detail:
+            fields["detail"] = self._detail
+        log(event, **fields)
+
+    # --- plumbing -----------------------------------------------------------------------
+
+    def _send(self, data: bytes) -> None:
+        if data and self._controller is not None and not self._client_gone:
+            # to_js copies: the stream keeps the chunk by reference after we return.
+            self._controller.enqueue(to_js(data))
+            self._last_sent = time.monotonic()
+
+    def _terminate(self) -> None:
+        if self._controller is not None and not self._client_gone:
+            try:
+                self._controller.terminate()
+            except JsException:
+                pass  # already closed by the other side
+
+    def _schedule_tick(self) -> None:
+        # One timer, re-armed for the nearest deadline: chunks only note the time, so the
+        # hot path never touches timers.
+        due = min(self._last_sent + self._ping_interval, self._last_upstream + self._idle_timeout)
+        delay_ms = max(1, round((due - time.monotonic()) * 1000) + 1)
+        self._timer = js.setTimeout(self._tick_proxy, delay_ms)
+
+    def _close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._timer is not None:
+            js.clearTimeout(self._timer)
+        for proxy in self._proxies:
+            proxy.destroy()
+        self._proxies.clear()
+
+    def _ms_since_start(self) -> int:
+        return round((time.monotonic() - self._began) * 1000)

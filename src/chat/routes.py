@@ -1,0 +1,146 @@
+"""Routing and the request handlers. Handlers stay thin: checks come from the pure
+modules, the model from `upstream`, the streaming from `relay`."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import uuid
+from collections.abc import Awaitable
+from typing import Any
+from urllib.parse import urlsplit
+
+import js
+from pyodide.ffi import create_proxy, jsnull, to_js
+
+from sse import NDJSONEncoder, Reframer, SSEEncoder
+
+from . import http
+from .api_errors import ApiError
+from .body import read_body
+from .config import Config, ConfigError
+from .logs import log
+from .relay import StreamRelay
+from .upstream import start_model_stream
+from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat
+
+ROUTES: dict[str, tuple[str, ...]] = {
+    "/health": ("GET", "HEAD"),
+    "/api/chat": ("POST",),
+    "/api/chat/raw": ("POST",),
+}
+
+
+class Exchange:
+    """One request and what answering it needs: config, ids, CORS, background work."""
+
+    def __init__(self, request: Any, env: Any, ctx: Any) -> None:
+        self.js_request = request.js_object if hasattr(request, "js_object") else request
+        self.env = env
+        self.ctx = ctx
+        self.request_id = uuid.uuid4().hex
+        self.cors: dict[str, str] = {}
+        self.origin = self.header("origin")
+
+    def header(self, name: str) -> str | None:
+        value = self.js_request.headers.get(name)
+        return None if value is None or value is jsnull else str(value)
+
+    def keep_alive(self, work: Awaitable[None]) -> None:
+        """Keep the request context alive until `work` finishes (ctx.waitUntil)."""
+        task = asyncio.ensure_future(work)
+        proxy = create_proxy(task)
+        self.ctx.waitUntil(proxy)
+        task.add_done_callback(lambda _: proxy.destroy())
+
+    def response(self, body: Any, status: int = 200, headers: dict[str, str] | None = None) -> Any:
+        merged = {**self.cors, "x-request-id": self.request_id, **(headers or {})}
+        init = to_js({"status": status, "headers": merged}, dict_converter=js.Object.fromEntries)
+        return js.Response.new(body, init)
+
+    def json(self, payload: object, status: int = 200, headers: dict[str, str] | None = None) -> Any:
+        return self.response(json.dumps(payload), status, {"content-type": http.JSON_TYPE, **(headers or {})})
+
+    def error(self, error: ApiError) -> Any:
+        return self.response(http.error_body(error, self.request_id), error.status, {"content-type": http.JSON_TYPE, **error.headers})
+
+
+def read_config(env: Any) -> Config:
+    def read(name: str) -> str | None:
+        value = getattr(env, name, None)  # a missing var is an AttributeError on the JsProxy
+        return None if value is None else str(value)
+
+    return Config.from_env(read)
+
+
+async def handle(request: Any, env: Any, ctx: Any) -> Any:
+    exchange = Exchange(request, env, ctx)
+    try:
+        return await _route(exchange)
+    except ApiError as error:
+        return exchange.error(error)
+    except ConfigError as problem:
+        log("config_invalid", request_id=exchange.request_id, detail=str(problem))
+        return exchange.error(ApiError(500, "internal_error", "The server is misconfigured."))
+    except Exception as exc:  # noqa: BLE001 - never a stack trace to the client
+        log("internal_error", request_id=exchange.request_id, detail=type(exc).__name__)
+        return exchange.error(ApiError(500, "internal_error", "Something went wrong on our side."))
+
+
+async def _route(exchange: Exchange) -> Any:
+    method = str(exchange.js_request.method)
+    path = urlsplit(str(exchange.js_request.url)).path
+    allowed = ROUTES.get(path)
+    if allowed is None:
+        raise ApiError(404, "not_found", "There is nothing at this path.")
+    if path == "/health" and method in allowed:
+        return exchange.json({"status": "ok"})
+    config = read_config(exchange.env)
+    if not http.origin_allowed(exchange.origin, str(exchange.js_request.url), config):
+        raise ApiError(403, "origin_not_allowed", "This origin may not use the API.")
+    exchange.cors = http.cors_headers(exchange.origin)
+    if method == "OPTIONS":
+        return exchange.response(None, 204, http.preflight_headers(exchange.origin))
+    if method not in allowed:
+        error = ApiError(405, "method_not_allowed", f"Use {' or '.join(allowed)} here.")
+        error.headers["allow"] = ", ".join((*allowed, "OPTIONS"))
+        raise error
+    turn = await _read_turn(exchange, config)
+    if path == "/api/chat/raw":
+        return await _chat_raw(exchange, config, turn)
+    return await _chat(exchange, config, turn)
+
+
+async def _read_turn(exchange: Exchange, config: Config) -> ChatTurn:
+    if config.auth_token is not None:
+        supplied = exchange.header("authorization") or ""
+        scheme, _, token = supplied.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.auth_token.encode()):
+            raise ApiError(401, "unauthorized", "A valid bearer token is required.", headers={"www-authenticate": "Bearer"})
+    if not is_json_media_type(exchange.header("content-type")):
+        raise ApiError(415, "unsupported_media_type", "Send the chat turn as application/json.")
+    body = await read_body(exchange.js_request, exchange.header("content-length"), config.max_body_bytes)
+    return validate_chat(parse_json_body(body), config)
+
+
+async def _chat(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:
+    encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.header("accept")) else SSEEncoder()
+    model, upstream = await start_model_stream(
+        exchange.env.AI, turn.model_inputs(config.system_prompt), config, exchange.request_id, exchange.keep_alive
+    )
+    reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
+    relay = StreamRelay(
+        upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route="chat",
+        ping_interval_ms=config.ping_interval_ms, idle_timeout_ms=config.idle_timeout_ms, keep_alive=exchange.keep_alive,
+    )
+    return exchange.response(relay.readable(), 200, {"content-type": encoder.content_type, **http.STREAM_HEADERS})
+
+
+async def _chat_raw(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:
+    model, upstream = await start_model_stream(
+        exchange.env.AI, turn.model_inputs(config.system_prompt), config, exchange.request_id, exchange.keep_alive
+    )
+    log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
+    # Untouched: workerd pipes the model's bytes to the client natively.
+    return exchange.response(upstream, 200, {"content-type": http.SSE_TYPE, **http.STREAM_HEADERS})

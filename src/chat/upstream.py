@@ -1,0 +1,79 @@
+"""Starting the model stream through the AI binding (FFI), with fallbacks and a deadline."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, to_js
+
+from .api_errors import RATE_LIMIT_CODES, ApiError, binding_error_code
+from .config import Config
+from .logs import log
+
+# Clients see these messages; the provider's own text goes to the log only as its code.
+UNAVAILABLE = "The model is unavailable right now. Please try again."
+RATE_LIMITED = "The model is busy. Please retry after a short wait."
+START_TIMEOUT = "The model did not start answering in time. Please try again."
+
+
+def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, Any]]:
+    if isinstance(exc, TimeoutError):
+        return ApiError(504, "upstream_timeout", START_TIMEOUT), {"reason": "timeout"}
+    code = binding_error_code(str(exc)) if isinstance(exc, JsException) else None
+    if code in RATE_LIMIT_CODES:
+        headers = {"retry-after": str(config.retry_after_s)}
+        return ApiError(429, "rate_limited", RATE_LIMITED, headers=headers), {"reason": "rate_limited", "binding_code": code}
+    return ApiError(502, "model_unavailable", UNAVAILABLE), {"reason": "failed", "binding_code": code}
+
+
+async def _cancel_when_it_arrives(pending: Any) -> None:
+    """A stream that shows up after its deadline is nobody's: stop its generation."""
+    try:
+        stream = await pending
+        if getattr(stream, "cancel", None) is not None:
+            await stream.cancel()
+    except Exception:  # noqa: BLE001 - the late start failed; nothing to stop
+        pass
+
+
+async def start_model_stream(
+    ai: Any, inputs: dict[str, Any], config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None]
+) -> tuple[str, Any]:
+    """Try MODEL, then each fallback; the first stream that starts wins.
+
+    Returns (model, ReadableStream). Raises ApiError (429, 502 or 504) when none starts.
+    """
+    js_inputs = to_js(inputs, dict_converter=js.Object.fromEntries)
+    failure: ApiError | None = None
+    for attempt, model in enumerate(config.models):
+        began = time.monotonic()
+        pending = ai.run(model, js_inputs)
+        try:
+            stream = await asyncio.wait_for(_await(pending), config.start_timeout_ms / 1000)
+        except (TimeoutError, JsException) as exc:
+            failure, detail = _classify(exc, config)
+            if isinstance(exc, TimeoutError):
+                keep_alive(_cancel_when_it_arrives(pending))
+            log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
+                status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
+            continue
+        if getattr(stream, "getReader", None) is None:
+            failure = ApiError(502, "model_unavailable", UNAVAILABLE)
+            log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
+                status=502, code=failure.code, reason="not_a_stream")
+            continue
+        return model, stream
+    assert failure is not None
+    raise failure
+
+
+async def _await(pending: Any) -> Any:
+    return await pending
+
+
+def _ms_since(began: float) -> int:
+    return round((time.monotonic() - began) * 1000)

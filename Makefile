@@ -9,10 +9,16 @@ PORT ?= 8787
 DEV_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup dev test deploy-check deploy clean
+.PHONY: setup browser dev test deploy-check deploy clean
 
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed node_modules/.installed browser
 	@$(BIN)/python devtools/build_pyodide_bundle.py
+
+# Debian's Chromium for the chat page's browser tests (no browser download from npm).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing Debian's chromium for the browser tests"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

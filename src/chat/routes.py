@@ -14,7 +14,8 @@ from urllib.parse import urlsplit
 import js
 from pyodide.ffi import create_proxy, jsnull, to_js
 
-from sse import NDJSONEncoder, Reframer, SSEEncoder
+from sse import Encoder, NDJSONEncoder, Reframer, SSEEncoder
+from sse._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 from . import http
 from .api_errors import ApiError
@@ -23,12 +24,13 @@ from .config import Config, ConfigError
 from .logs import log
 from .relay import StreamRelay
 from .upstream import start_model_stream
-from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat
+from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 
 ROUTES: dict[str, tuple[str, ...]] = {
     "/health": ("GET", "HEAD"),
     "/api/chat": ("POST",),
     "/api/chat/raw": ("POST",),
+    "/api/ui-chat": ("POST",),
 }
 
 
@@ -106,13 +108,17 @@ async def _route(exchange: Exchange) -> Any:
         error = ApiError(405, "method_not_allowed", f"Use {' or '.join(allowed)} here.")
         error.headers["allow"] = ", ".join((*allowed, "OPTIONS"))
         raise error
-    turn = await _read_turn(exchange, config)
+    if path == "/api/ui-chat":
+        turn = validate_ui_chat(await _read_payload(exchange, config), config)
+        return await _chat(exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat", headers=dict([UI_MESSAGE_STREAM_HEADER]))
+    turn = validate_chat(await _read_payload(exchange, config), config)
     if path == "/api/chat/raw":
         return await _chat_raw(exchange, config, turn)
-    return await _chat(exchange, config, turn)
+    encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.header("accept")) else SSEEncoder()
+    return await _chat(exchange, config, turn, encoder, route="chat")
 
 
-async def _read_turn(exchange: Exchange, config: Config) -> ChatTurn:
+async def _read_payload(exchange: Exchange, config: Config) -> Any:
     if config.auth_token is not None:
         supplied = exchange.header("authorization") or ""
         scheme, _, token = supplied.partition(" ")
@@ -121,20 +127,22 @@ async def _read_turn(exchange: Exchange, config: Config) -> ChatTurn:
     if not is_json_media_type(exchange.header("content-type")):
         raise ApiError(415, "unsupported_media_type", "Send the chat turn as application/json.")
     body = await read_body(exchange.js_request, exchange.header("content-length"), config.max_body_bytes)
-    return validate_chat(parse_json_body(body), config)
+    return parse_json_body(body)
 
 
-async def _chat(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:
-    encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.header("accept")) else SSEEncoder()
+async def _chat(
+    exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str, headers: dict[str, str] | None = None
+) -> Any:
     model, upstream = await start_model_stream(
         exchange.env.AI, turn.model_inputs(config.system_prompt), config, exchange.request_id, exchange.keep_alive
     )
     reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
     relay = StreamRelay(
-        upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route="chat",
+        upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route=route,
         ping_interval_ms=config.ping_interval_ms, idle_timeout_ms=config.idle_timeout_ms, keep_alive=exchange.keep_alive,
     )
-    return exchange.response(relay.readable(), 200, {"content-type": encoder.content_type, **http.STREAM_HEADERS})
+    stream_headers = {"content-type": encoder.content_type, **http.STREAM_HEADERS, **(headers or {})}
+    return exchange.response(relay.readable(), 200, stream_headers)
 
 
 async def _chat_raw(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:

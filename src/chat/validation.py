@@ -101,3 +101,26 @@ def _temperature(value: Any) -> float | None:
     if not math.isfinite(value) or not 0 <= value <= MAX_TEMPERATURE:
         raise invalid_request(f"temperature must be between 0 and {MAX_TEMPERATURE:g}.")
     return float(value)
+
+
+def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
+    """A chat turn from the AI SDK's `useChat` body (`messages` as UIMessages with `parts`).
+
+    The text parts of each message become its content; other parts (files, tool calls,
+    step markers) carry nothing the model call uses and are left out. Then the same rules
+    as /api/chat apply, with field names pointing at the UIMessage.
+    """
+    if not isinstance(payload, dict):
+        raise invalid_request("The request body must be a JSON object.")
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise invalid_request("messages must be a non-empty list.")
+    plain = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
+            raise invalid_request(f"messages[{index}] must be a UI message with a list of parts.")
+        texts = [part.get("text") for part in message["parts"] if isinstance(part, dict) and part.get("type") == "text"]
+        if not all(isinstance(text, str) for text in texts):
+            raise invalid_request(f"messages[{index}].parts: a text part needs a string text.")
+        plain.append({"role": message.get("role"), "content": "".join(texts)})
+    return validate_chat({**payload, "messages": plain}, config)

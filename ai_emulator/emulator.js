@@ -5,6 +5,7 @@
 //   AI_FORMAT             "native" (default) or "openai"
 //   AI_TOKENS_PER_SECOND  pacing; "0" sends as fast as the consumer pulls (default 40)
 //   AI_REPLY_TOKENS       force the reply length (default: 60-300, derived from the messages)
+//   AI_FRAMES_PER_CHUNK   frames per network chunk when unpaced (default 3)
 //   AI_SCRIPT             a JSON test script (see README: "Scripted upstreams")
 import { WorkerEntrypoint } from "cloudflare:workers";
 
@@ -87,24 +88,31 @@ function openaiFrames(reply, model) {
 
 const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
 
-// The generated reply as network chunks: one tick per token, each tick sending a random
-// share of what is pending, so chunk boundaries fall inside frames and inside characters.
+// The generated reply as network chunks. Paced: one tick per token, each sending a random
+// share of what is pending, so boundaries fall inside frames and inside characters.
+// Unpaced (benchmarks): about AI_FRAMES_PER_CHUNK frames a chunk, cut at random points.
 async function* generatedChunks(inputs, model, settings) {
   const reply = replyFor(inputs, settings);
   const frames = settings.format === "openai" ? openaiFrames(reply, model) : nativeFrames(reply);
   frames.push("[DONE]");
   const interval = settings.tokensPerSecond > 0 ? 1000 / settings.tokensPerSecond : 0;
+  const perTick = interval ? 1 : settings.framesPerChunk;
   let pending = new Uint8Array(0);
-  for (let i = 0; i < frames.length; i++) {
-    const frame = sseFrame(frames[i]);
-    const joined = new Uint8Array(pending.length + frame.length);
+  for (let i = 0; i < frames.length; i += perTick) {
+    const encoded = frames.slice(i, i + perTick).map(sseFrame);
+    const size = encoded.reduce((total, frame) => total + frame.length, pending.length);
+    const joined = new Uint8Array(size);
     joined.set(pending);
-    joined.set(frame, pending.length);
-    const last = i === frames.length - 1;
+    let offset = pending.length;
+    for (const frame of encoded) {
+      joined.set(frame, offset);
+      offset += frame.length;
+    }
+    const last = i + perTick >= frames.length;
     const cut = last ? joined.length : Math.max(1, Math.floor(joined.length * (0.4 + reply.random() * 0.6)));
     pending = joined.slice(cut);
     if (interval && i > 0) await sleep(interval);
-    yield joined.slice(0, cut);
+    yield joined.subarray(0, cut);
   }
 }
 
@@ -164,6 +172,7 @@ function readSettings(env) {
     format,
     tokensPerSecond: Number(env.AI_TOKENS_PER_SECOND ?? "40"),
     replyTokens: Number(env.AI_REPLY_TOKENS ?? "0"),
+    framesPerChunk: Math.max(1, Number(env.AI_FRAMES_PER_CHUNK ?? "3")),
   };
 }
 
@@ -171,8 +180,10 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
   async run(model, inputs, options) {
     const settings = readSettings(this.env);
     const context = { model, call: crypto.randomUUID() };
-    // A script may give some models a script of their own (to test fallbacks).
-    const script = settings.script?.models?.[model] ?? settings.script;
+    // A script may give some models, or some prompts (the last user message), a script of
+    // their own: fallbacks, and whole fault matrices served by one runtime.
+    const prompt = lastUserContent(Array.isArray(inputs?.messages) ? inputs.messages : []);
+    const script = settings.script?.models?.[model] ?? settings.script?.prompts?.[prompt] ?? settings.script;
     log({ event: "ai_run", ...context, stream: Boolean(inputs?.stream), format: settings.format, scripted: Boolean(script) });
     if (script?.start_delay_ms) await sleep(script.start_delay_ms);
     if (script?.fail_start) {

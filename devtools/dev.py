@@ -33,10 +33,10 @@ EMULATOR_NAME = "workers-ai-emulator"
 DEV_FLAGS = ("python_workers", "python_workers_development", "disable_python_external_sdk")
 
 
-def local_worker_config(production: dict[str, Any]) -> dict[str, Any]:
+def local_worker_config(production: dict[str, Any], main: str | None = None) -> dict[str, Any]:
     """The production configuration with the emulator in place of Workers AI."""
     config = {key: value for key, value in production.items() if key not in ("ai", "env")}
-    config["main"] = str(ROOT / production["main"])
+    config["main"] = str(ROOT / (main or production["main"]))
     flags = list(production.get("compatibility_flags", []))
     config["compatibility_flags"] = flags + [flag for flag in DEV_FLAGS if flag not in flags]
     binding = production.get("ai", {}).get("binding", "AI")
@@ -50,6 +50,7 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
     variables = {"AI_FORMAT": args.ai_format, "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
     if args.ai_reply_tokens:
         variables["AI_REPLY_TOKENS"] = str(args.ai_reply_tokens)
+    variables["AI_FRAMES_PER_CHUNK"] = str(args.ai_frames_per_chunk)
     if args.ai_script:
         script = json.loads(Path(args.ai_script).read_text(encoding="utf-8"))
         if not isinstance(script, dict) or not isinstance(script.get("steps", []), list):
@@ -89,6 +90,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ai-format", choices=("native", "openai"), default="native")
     parser.add_argument("--ai-pace", type=float, default=40.0, metavar="TOKENS_PER_S", help="0 = unpaced")
     parser.add_argument("--ai-reply-tokens", type=int, default=0, metavar="N", help="force the reply length")
+    parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")
+    parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
     args = parser.parse_args(argv)
     for item in args.var:
         if ":" not in item:
@@ -104,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     production = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8"))
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=ROOT / ".dev"))
     worker_file, emulator_file = run_dir / "worker.json", run_dir / "emulator.json"
-    worker_file.write_text(json.dumps(local_worker_config(production), indent=2))
+    worker_file.write_text(json.dumps(local_worker_config(production, args.main), indent=2))
     emulator_file.write_text(json.dumps(emulator_config(args, production["compatibility_date"]), indent=2))
     command = [
         "node", str(WRANGLER), "dev",

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sse import MAX_PADDING
+
 
 class ConfigError(ValueError):
     """A [vars] entry or secret has a value the Worker cannot run with."""
@@ -72,6 +74,6 @@ class Config:
             padding=integer("PADDING", cls.padding, 0),
             auth_token=read("AUTH_TOKEN") or None,
         )
-        if config.padding > 1024:
-            raise ConfigError(f"PADDING must be at most 1024, got {config.padding}")
+        if config.padding > MAX_PADDING:
+            raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")
         return config

@@ -164,6 +164,8 @@ class StreamRelay:
         }
         if error_code and event == "chat_stream_failed":
             fields["code"] = error_code
+        if self._reframer.exception is not None:
+            self._detail = type(self._reframer.exception).__name__  # a bug in the core; no content
         if self._detail:
             fields["detail"] = self._detail
         log(event, **fields)

@@ -14,8 +14,7 @@ from urllib.parse import urlsplit
 import js
 from pyodide.ffi import create_proxy, jsnull, to_js
 
-from sse import Encoder, NDJSONEncoder, Reframer, SSEEncoder
-from sse._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
+from sse import UI_MESSAGE_STREAM_HEADER, Encoder, NDJSONEncoder, Reframer, SSEEncoder, UIMessageStreamEncoder
 
 from . import http
 from .api_errors import ApiError

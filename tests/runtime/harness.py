@@ -41,7 +41,9 @@ class RuntimeOptions:
     ai_format: str = "native"
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
+    ai_frames_per_chunk: int = 3
     variables: tuple[tuple[str, str], ...] = ()
+    main: str | None = None  # another Worker module with the same bindings (benchmarks)
 
     @staticmethod
     def scripted(steps: Sequence[dict[str, Any]] = (), fail_start: str | None = None, **kwargs: Any) -> RuntimeOptions:
@@ -68,6 +70,9 @@ class LocalRuntime:
         command += ["--ai-format", self.options.ai_format, "--ai-pace", str(self.options.ai_pace)]
         if self.options.ai_reply_tokens:
             command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]
+        command += ["--ai-frames-per-chunk", str(self.options.ai_frames_per_chunk)]
+        if self.options.main:
+            command += ["--main", self.options.main]
         if self.options.ai_script is not None:
             handle, name = tempfile.mkstemp(prefix="ai-script-", suffix=".json")
             os.write(handle, self.options.ai_script.encode())

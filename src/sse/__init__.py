@@ -1,0 +1,37 @@
+"""The SSE core: a sans-IO event-stream parser, upstream normalizer, protocol encoders
+(our SSE and NDJSON, and the Vercel AI SDK UI message stream),
+and the Reframer that composes them. Plain Python with no I/O, so it runs unchanged on
+CPython and inside the Worker's Pyodide.
+"""
+
+from ._encoders import ERROR_MESSAGES, Encoder, NDJSONEncoder, SSEEncoder, format_event
+from ._errors import FieldValueError, LineTooLongError, SSEError, StreamClosedError
+from ._events import Event, ReasoningDelta, ReframerStats, TextDelta
+from ._normalizer import UpstreamNormalizer
+from ._parser import DEFAULT_MAX_LINE_BYTES, EventStreamParser
+from ._reframer import DEFAULT_MAX_PADDING, MAX_PADDING, Reframer
+from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_PADDING",
+    "ERROR_MESSAGES",
+    "MAX_PADDING",
+    "Encoder",
+    "Event",
+    "EventStreamParser",
+    "FieldValueError",
+    "LineTooLongError",
+    "NDJSONEncoder",
+    "ReasoningDelta",
+    "Reframer",
+    "ReframerStats",
+    "SSEEncoder",
+    "SSEError",
+    "StreamClosedError",
+    "TextDelta",
+    "UIMessageStreamEncoder",
+    "UI_MESSAGE_STREAM_HEADER",
+    "UpstreamNormalizer",
+    "format_event",
+]

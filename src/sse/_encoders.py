@@ -1,0 +1,231 @@
+"""Writers for this project's stream protocol (docs/protocol.md) and for raw SSE events.
+
+Encoders return `str`; the Reframer joins everything one input chunk produced and encodes
+it to bytes once, so that one chunk in is one piece of bytes out.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import encode_basestring
+from types import MappingProxyType
+
+from ._errors import FieldValueError
+from ._jsonstr import scan_body
+
+__all__ = [
+    "ERROR_MESSAGES",
+    "Encoder",
+    "NDJSONEncoder",
+    "SSEEncoder",
+    "format_event",
+]
+
+# Codes of the terminal `error` event and the only messages clients ever see: fixed and
+# generic, so that no provider detail or stack trace reaches a browser.
+ERROR_MESSAGES: Mapping[str, str] = MappingProxyType(
+    {
+        "generation_failed": "The model stream failed.",
+        "upstream_timeout": "The model stopped sending data.",
+        "upstream_incomplete": "The model stream ended before it was complete.",
+        "upstream_malformed": "The model stream could not be read.",
+        "internal_error": "An internal error ended the stream.",
+    }
+)
+
+
+def _dumps(value: object) -> str:
+    # Compact, and UTF-8 text left as it is: \uXXXX escapes would triple the bytes of
+    # every non-Latin token. Any raw CR/LF is escaped by JSON, so the result is one line.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _done_payload(
+    finish_reason: str | None,
+    usage: Mapping[str, int] | None,
+    chunks: int,
+    chars: int,
+    skipped: int,
+) -> dict[str, object]:
+    return {
+        "finish_reason": finish_reason,
+        "usage": None if usage is None else dict(usage),
+        "chunks": chunks,
+        "chars": chars,
+        "skipped": skipped,
+    }
+
+
+def format_event(
+    *,
+    data: str,
+    event: str | None = None,
+    id: str | None = None,
+    retry: int | None = None,
+) -> str:
+    """Writes one event-stream event, ending with its blank line.
+
+    `data` may contain line ends: each line becomes its own `data:` line (a CR or CRLF
+    comes back as LF, since SSE cannot carry a CR inside data). Raises FieldValueError
+    (a ValueError) when `event` or `id` contains CR or LF, `id` contains NUL (a parser
+    would ignore it), or `retry` is negative.
+    """
+    parts: list[str] = []
+    if event is not None:
+        if "\r" in event or "\n" in event:
+            raise FieldValueError("an event type cannot contain CR or LF")
+        parts.append(f"event: {event}\n")
+    if id is not None:
+        if "\r" in id or "\n" in id or "\0" in id:
+            raise FieldValueError("an event id cannot contain CR, LF or NUL")
+        parts.append(f"id: {id}\n")
+    if retry is not None:
+        if retry < 0:
+            raise FieldValueError("retry cannot be negative")
+        parts.append(f"retry: {retry}\n")
+    if "\r" in data:
+        data = data.replace("\r\n", "\n").replace("\r", "\n")
+    for line in data.split("\n"):
+        parts.append(f"data: {line}\n")
+    parts.append("\n")
+    return "".join(parts)
+
+
+class Encoder(ABC):
+    """One encoding of the protocol. Each method returns the text of one frame.
+
+    A new encoding implements the six frame methods and `content_type`; the Reframer
+    needs nothing else. An encoder may keep state (an encoding that opens and closes a
+    text part would), so give every Reframer its own instance. `padding` is made only of
+    ASCII letters and digits, so an encoder may embed it in JSON without escaping.
+    """
+
+    content_type: str
+
+    @abstractmethod
+    def meta(self, *, request_id: str, model: str) -> str: ...
+
+    @abstractmethod
+    def delta(self, text: str, padding: str) -> str: ...
+
+    @abstractmethod
+    def reasoning(self, text: str, padding: str) -> str: ...
+
+    @abstractmethod
+    def ping(self) -> str: ...
+
+    @abstractmethod
+    def done(
+        self,
+        *,
+        finish_reason: str | None,
+        usage: Mapping[str, int] | None,
+        chunks: int,
+        chars: int,
+        skipped: int,
+    ) -> str: ...
+
+    @abstractmethod
+    def error(self, *, code: str, message: str, request_id: str) -> str: ...
+
+    def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
+        """The `delta` frames for several texts, each given as the body of a JSON string
+        literal: valid JSON escapes, no surrounding quotes. Takes exactly one padding
+        per body from `paddings` (zip with `bodies` first stops before taking more).
+
+        The same as calling `delta` with each decoded text; an encoder whose frames are
+        JSON overrides it to copy the bodies through without decoding them.
+        """
+        delta = self.delta
+        return "".join(
+            [delta(scan_body(body), pad) for body, pad in zip(bodies, paddings, strict=False)]
+        )
+
+
+class SSEEncoder(Encoder):
+    """The default encoding: `text/event-stream`, one named event per frame."""
+
+    content_type = "text/event-stream; charset=utf-8"
+
+    def meta(self, *, request_id: str, model: str) -> str:
+        return f"event: meta\ndata: {_dumps({'request_id': request_id, 'model': model})}\n\n"
+
+    def delta(self, text: str, padding: str) -> str:
+        # Built by hand rather than with json.dumps: this runs once per token, and
+        # encode_basestring is the same C routine json.dumps uses for a str.
+        return f'event: delta\ndata: {{"text":{encode_basestring(text)},"p":"{padding}"}}\n\n'
+
+    def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
+        # A valid JSON string body is already a valid JSON string body of ours.
+        return "".join(
+            [
+                f'event: delta\ndata: {{"text":"{body}","p":"{pad}"}}\n\n'
+                for body, pad in zip(bodies, paddings, strict=False)
+            ]
+        )
+
+    def reasoning(self, text: str, padding: str) -> str:
+        return f'event: reasoning\ndata: {{"text":{encode_basestring(text)},"p":"{padding}"}}\n\n'
+
+    def ping(self) -> str:
+        return ": ping\n\n"
+
+    def done(
+        self,
+        *,
+        finish_reason: str | None,
+        usage: Mapping[str, int] | None,
+        chunks: int,
+        chars: int,
+        skipped: int,
+    ) -> str:
+        payload = _done_payload(finish_reason, usage, chunks, chars, skipped)
+        return f"event: done\ndata: {_dumps(payload)}\n\n"
+
+    def error(self, *, code: str, message: str, request_id: str) -> str:
+        payload = {"code": code, "message": message, "request_id": request_id}
+        return f"event: error\ndata: {_dumps(payload)}\n\n"
+
+
+class NDJSONEncoder(Encoder):
+    """`application/x-ndjson`: one JSON object a line, its kind in `type`."""
+
+    content_type = "application/x-ndjson"
+
+    def meta(self, *, request_id: str, model: str) -> str:
+        return _dumps({"type": "meta", "request_id": request_id, "model": model}) + "\n"
+
+    def delta(self, text: str, padding: str) -> str:
+        return f'{{"type":"delta","text":{encode_basestring(text)},"p":"{padding}"}}\n'
+
+    def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
+        return "".join(
+            [
+                f'{{"type":"delta","text":"{body}","p":"{pad}"}}\n'
+                for body, pad in zip(bodies, paddings, strict=False)
+            ]
+        )
+
+    def reasoning(self, text: str, padding: str) -> str:
+        return f'{{"type":"reasoning","text":{encode_basestring(text)},"p":"{padding}"}}\n'
+
+    def ping(self) -> str:
+        return '{"type":"ping"}\n'
+
+    def done(
+        self,
+        *,
+        finish_reason: str | None,
+        usage: Mapping[str, int] | None,
+        chunks: int,
+        chars: int,
+        skipped: int,
+    ) -> str:
+        payload = {"type": "done", **_done_payload(finish_reason, usage, chunks, chars, skipped)}
+        return _dumps(payload) + "\n"
+
+    def error(self, *, code: str, message: str, request_id: str) -> str:
+        payload = {"type": "error", "code": code, "message": message, "request_id": request_id}
+        return _dumps(payload) + "\n"

@@ -1,0 +1,60 @@
+"""Value objects that cross the package's API: parsed events, model deltas, statistics.
+
+Frozen, keyword-only dataclasses in the manner of h11's events: they are cheap to compare
+in tests and cannot be half-built or changed after the fact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Event", "ReasoningDelta", "ReframerStats", "TextDelta"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Event:
+    """One dispatched event of an event stream.
+
+    `type` is the `event` field, or "message" when there was none (or it was empty).
+    `data` is the `data` lines joined with "\\n". `id` is the last event ID in effect when
+    the event was dispatched: per the spec it carries over from earlier events.
+    """
+
+    type: str = "message"
+    data: str
+    id: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    """A piece of generated answer text."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReasoningDelta:
+    """A piece of reasoning text, from models that stream their reasoning separately."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReframerStats:
+    """What a `Reframer` has seen and emitted so far.
+
+    `chunks`/`chars` count `delta` events and their text (in code points);
+    `reasoning_chunks`/`reasoning_chars` the same for `reasoning` events. `skipped` counts
+    upstream events that were not valid JSON, had an unknown shape, or had an event type
+    other than "message". `tool_calls` counts tool-call entries seen upstream: the protocol
+    has no event for them yet, so they are recorded here and not forwarded.
+    """
+
+    chunks: int
+    chars: int
+    reasoning_chunks: int
+    reasoning_chars: int
+    skipped: int
+    tool_calls: int
+    finish_reason: str | None
+    usage: dict[str, int] | None

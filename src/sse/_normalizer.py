@@ -1,0 +1,219 @@
+"""Upstream normalizer: one parsed upstream event in, the model output it carries out.
+
+Understands Workers AI's native frames and OpenAI-style `chat.completion.chunk` frames.
+Nothing an upstream sends makes it raise: a frame it cannot read is skipped and counted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ._events import Event, ReasoningDelta, TextDelta
+from ._jsonstr import scanstring
+
+__all__ = ["UpstreamNormalizer"]
+
+_USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+_RESPONSE_PREFIX = '{"response":"'
+_PADDING_INFIX = ',"p":"'
+_NOTHING = ("", "")
+
+
+def fast_response(data: str) -> str | None:
+    """The `response` text of a frame shaped exactly `{"response":"…"}` or
+    `{"response":"…","p":"…"}` (compact, in that order), else None.
+
+    This is nearly every frame of a Workers AI stream. Only the JSON strings are scanned
+    (with the C scanner json.loads itself uses), and the rest of the frame is checked
+    byte for byte, so the answer is what json.loads would give; any other shape returns
+    None and takes the general path.
+    """
+    if not data.startswith(_RESPONSE_PREFIX):
+        return None
+    try:
+        text, end = scanstring(data, 13)
+        last = len(data) - 1
+        if end == last:
+            return text if data[end] == "}" else None
+        if data.startswith(_PADDING_INFIX, end):
+            end = scanstring(data, end + 6)[1]
+            if end == last and data[end] == "}":
+                return text
+    except ValueError:
+        # An unterminated string, a bad escape or a raw control character: leave the
+        # verdict to the general path, which counts the frame as skipped.
+        return None
+    return None
+
+
+# One whole native event as the stream carries it: `data: {"response":"…","p":"…"}` and
+# its blank line. The response is any valid JSON string body, written as an "unrolled
+# loop" so that runs of plain characters take the regex engine's fast single-class path;
+# the padding must be plain characters (an escape in it sends the frame the general way).
+_JSON_STRING_BODY = r'[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*'
+# `(?!")`: a frame with empty text emits nothing, so it is left to the general path.
+_NATIVE_PREFIX = 'data: {"response":"'
+_NATIVE_EVENT = re.compile(
+    r'data: \{"response":"(?!")(' + _JSON_STRING_BODY + r')"(?:,"p":"[^"\\\x00-\x1f]*")?\}\n\n'
+)
+
+
+def native_event_bodies(block: str) -> list[str] | None:
+    """The response bodies (JSON string bodies, still escaped, never empty) of `block`
+    when it is nothing but whole native events with text, each one `data:` line and a
+    blank line, LF line ends; else None.
+
+    This lets a run of common events be read with one regex call instead of line by
+    line. Parsing such a block from between events dispatches exactly these events, and
+    the general path reads each one's data as exactly this response text, so the
+    result is the same as the general path's.
+    """
+    if not block.startswith(_NATIVE_PREFIX):
+        # Spares other streams a regex search through every block.
+        return None
+    # With one group, split() alternates gap, body, gap, body, …, gap: the block is all
+    # events exactly when every gap is empty.
+    parts = _NATIVE_EVENT.split(block)
+    if any(parts[::2]):
+        return None
+    return parts[1::2]
+
+
+def _is_int(value: object) -> bool:
+    # bool is an int subclass, but `true` is not a token count.
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class UpstreamNormalizer:
+    """Turns upstream events into `TextDelta`/`ReasoningDelta` and records the rest.
+
+    Workers AI native frames: `response` (a string, or a number emitted as its `str`),
+    `p` (their padding, dropped), `usage`, `tool_calls` (counted, not forwarded), and an
+    optional top-level `finish_reason`. OpenAI-style frames: `choices[0].delta.content`,
+    `choices[0].delta.reasoning_content`, `choices[0].finish_reason`, `usage`, and the
+    final `choices: []` chunk. `[DONE]` (with or without the space after `data:`, and
+    with surrounding whitespace) is recognised before any JSON parsing; every event after
+    it is ignored. A frame that is not JSON, not an object, has no field this class knows,
+    or has an event type other than "message" is counted in `skipped`.
+    """
+
+    def __init__(self) -> None:
+        self.done = False
+        self.finish_reason: str | None = None
+        self.usage: dict[str, int] | None = None
+        self.skipped = 0
+        self.tool_calls = 0
+
+    def normalize(self, event: Event) -> list[TextDelta | ReasoningDelta]:
+        """The deltas one upstream event carries (often one, possibly none). Never raises."""
+        if self.done:
+            return []
+        if event.type != "message":
+            self.skipped += 1
+            return []
+        text = fast_response(event.data)
+        reasoning = ""
+        if text is None:
+            text, reasoning = self.frame(event.data)
+        deltas: list[TextDelta | ReasoningDelta] = []
+        if reasoning:
+            deltas.append(ReasoningDelta(text=reasoning))
+        if text:
+            deltas.append(TextDelta(text=text))
+        return deltas
+
+    def frame(self, data: str) -> tuple[str, str]:
+        """The general path for one `message` event's data: (text, reasoning text).
+
+        Records `[DONE]`, finish_reason, usage and tool calls as side effects.
+        """
+        if data.strip() == "[DONE]":
+            self.done = True
+            return _NOTHING
+        try:
+            obj = json.loads(data)
+        except (ValueError, RecursionError):
+            # ValueError is JSONDecodeError; RecursionError because json.loads recurses
+            # once per nesting level and an upstream can nest deeper than the stack.
+            self.skipped += 1
+            return _NOTHING
+        if not isinstance(obj, dict):
+            self.skipped += 1
+            return _NOTHING
+        text, reasoning, known = self._fields(obj)
+        if not known:
+            self.skipped += 1
+        return text, reasoning
+
+    def _fields(self, obj: dict[str, Any]) -> tuple[str, str, bool]:
+        text = ""
+        reasoning = ""
+        known = False
+        if "response" in obj:
+            response = obj["response"]
+            if isinstance(response, str):
+                text, known = response, True
+            elif _is_int(response) or isinstance(response, float):
+                text, known = str(response), True
+            elif response is None:
+                known = True
+        if "usage" in obj:
+            usage = obj["usage"]
+            # OpenAI sends `"usage": null` on every chunk but the last when usage is on.
+            if usage is None:
+                known = True
+            elif isinstance(usage, dict) and all(_is_int(usage.get(k)) for k in _USAGE_KEYS):
+                self.usage = {k: usage[k] for k in _USAGE_KEYS}
+                known = True
+        if "tool_calls" in obj and self._count_tool_calls(obj["tool_calls"]):
+            known = True
+        finish_reason = obj.get("finish_reason")
+        if isinstance(finish_reason, str):
+            self.finish_reason = finish_reason
+            known = True
+        choices = obj.get("choices")
+        if isinstance(choices, list):
+            if not choices:
+                # The final OpenAI chunk: `"choices": []` next to the usage.
+                known = True
+            elif isinstance(choices[0], dict):
+                choice_text, reasoning, choice_known = self._choice(choices[0])
+                text = text or choice_text
+                known = known or choice_known
+        return text, reasoning, known
+
+    def _choice(self, choice: dict[str, Any]) -> tuple[str, str, bool]:
+        text = ""
+        reasoning = ""
+        known = False
+        finish_reason = choice.get("finish_reason")
+        if isinstance(finish_reason, str):
+            self.finish_reason = finish_reason
+            known = True
+        elif finish_reason is None and "finish_reason" in choice:
+            known = True
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            known = True
+            content = delta.get("content")
+            if isinstance(content, str):
+                text = content
+            reasoning_content = delta.get("reasoning_content")
+            if isinstance(reasoning_content, str):
+                reasoning = reasoning_content
+            tool_calls = delta.get("tool_calls")
+            if isinstance(tool_calls, list):
+                # OpenAI streams each call in fragments; only a call's first fragment
+                # carries its `id`, so counting those counts calls, not fragments.
+                self.tool_calls += sum(
+                    1 for call in tool_calls if isinstance(call, dict) and "id" in call
+                )
+        return text, reasoning, known
+
+    def _count_tool_calls(self, tool_calls: object) -> bool:
+        if isinstance(tool_calls, list):
+            self.tool_calls += len(tool_calls)
+            return True
+        return False

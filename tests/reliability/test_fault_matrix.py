@@ -1,0 +1,116 @@
+"""The fault matrix: every upstream fault at the first, a middle and the last token, each
+ending in the right status or exactly one terminal event, the right log line, no hung
+request, and a Worker that keeps serving. One runtime serves the whole table: the
+emulator picks each scenario's script by the prompt."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+
+from tests.runtime.client import chat
+from tests.runtime.harness import RuntimeOptions
+
+TOKENS = ["Alpha ", "beta ", "gamma ", "delta ", "omega"]
+POSITIONS = {"first": 0, "middle": 2, "last": len(TOKENS)}
+USAGE = {"send": 'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}\n\n'}
+DONE = {"send": "data: [DONE]\n\n"}
+
+
+def token(text: str) -> dict[str, str]:
+    return {"send": "data: " + json.dumps({"response": text, "p": "pp"}) + "\n\n"}
+
+
+def paced(tokens: list[str]) -> list[dict]:
+    steps: list[dict] = []
+    for text in tokens:
+        steps += [token(text), {"sleep_ms": 60}]
+    return steps
+
+
+def stream_scenarios() -> dict[str, tuple[list[dict], str, str, str]]:
+    """prompt -> (steps, expected terminal, expected code or "", expected text)."""
+    table = {}
+    for where, k in POSITIONS.items():
+        head, text = paced(TOKENS[:k]), "".join(TOKENS[:k])
+        table[f"error at {where}"] = ([*head, {"error": "provider said 42"}], "error", "generation_failed", text)
+        table[f"hang at {where}"] = ([*head, {"hang": True}], "error", "upstream_timeout", text)
+        table[f"truncation at {where}"] = (head, "error", "upstream_incomplete", text)
+        malformed = [*head, {"send": "data: {\"response\": oops\n\n"}, *paced(TOKENS[k:]), USAGE, DONE]
+        table[f"malformed frame at {where}"] = (malformed, "done", "", "".join(TOKENS))
+    table["over-long line"] = ([*paced(TOKENS[:2]), {"repeat": 1100, "send": "y" * 1024}, DONE], "error", "upstream_malformed", "".join(TOKENS[:2]))
+    invalid = b'data: {"response": "bad \xc3\x28 bytes"}\n\n'
+    table["invalid utf-8"] = ([{"send_b64": base64.b64encode(invalid).decode()}, USAGE, DONE], "done", "", "bad \ufffd( bytes")
+    return table
+
+
+STREAMS = stream_scenarios()
+DISCONNECTS = {f"disconnect at {where}": k + 1 if k < len(TOKENS) else len(TOKENS) for where, k in POSITIONS.items()}
+START_FAILURES = {
+    "start 3040": ({"fail_start": "3040: Capacity temporarily exceeded"}, 429, "rate_limited"),
+    "start 3036": ({"fail_start": "3036: Daily free allocation exhausted"}, 429, "rate_limited"),
+    "start 5007": ({"fail_start": "5007: No such model"}, 502, "model_unavailable"),
+    "start 5000": ({"fail_start": "5000: Internal error"}, 502, "model_unavailable"),
+    "start timeout": ({"start_delay_ms": 2500, "steps": [DONE]}, 504, "upstream_timeout"),
+}
+
+
+@pytest.fixture
+def matrix_runtime(start_runtime):
+    prompts = {prompt: {"steps": steps} for prompt, (steps, *_rest) in STREAMS.items()}
+    prompts |= {prompt: {"steps": [*paced(TOKENS), {"sleep_ms": 1500}, USAGE, DONE]} for prompt in DISCONNECTS}
+    prompts |= {prompt: script for prompt, (script, *_rest) in START_FAILURES.items()}
+    script = json.dumps({"prompts": prompts, "steps": [DONE]})
+    variables = (("IDLE_TIMEOUT_MS", "800"), ("PING_INTERVAL_MS", "300"), ("START_TIMEOUT_MS", "1000"))
+    return start_runtime(RuntimeOptions(ai_script=script, variables=variables))
+
+
+def turn(prompt: str) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}]}
+
+
+async def assert_still_healthy(runtime, http):
+    assert (await http.get(runtime.url + "/health")).status_code == 200
+    assert runtime.hung_reports() == []
+
+
+@pytest.mark.parametrize("prompt", list(STREAMS))
+async def test_stream_faults_end_with_exactly_one_right_terminal_event(matrix_runtime, http, prompt):
+    _steps, terminal, code, text = STREAMS[prompt]
+    mark = len(matrix_runtime.lines)
+    result = await chat(http, matrix_runtime.url, turn(prompt))
+    assert result.status == 200
+    assert result.names[0] == "meta"
+    assert sum(name in ("done", "error") for name in result.names) == 1
+    assert result.terminal.name == terminal and result.text == text
+    request_id = result.headers["x-request-id"]
+    if terminal == "error":
+        assert result.terminal.data == {"code": code, "message": result.terminal.data["message"], "request_id": request_id}
+        matrix_runtime.wait_for_record("chat_stream_failed", since=mark, request_id=request_id, code=code)
+    else:
+        matrix_runtime.wait_for_record("chat_stream_completed", since=mark, request_id=request_id)
+    await assert_still_healthy(matrix_runtime, http)
+
+
+@pytest.mark.parametrize("prompt", list(DISCONNECTS))
+async def test_client_disconnects_cancel_the_upstream_and_are_logged(matrix_runtime, http, prompt):
+    mark = len(matrix_runtime.lines)
+    result = await chat(http, matrix_runtime.url, turn(prompt), leave_after_deltas=DISCONNECTS[prompt])
+    request_id = result.headers["x-request-id"]
+    cancelled = matrix_runtime.wait_for_record("chat_stream_cancelled", since=mark, request_id=request_id)
+    assert cancelled["chunks"] >= DISCONNECTS[prompt]
+    matrix_runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    await assert_still_healthy(matrix_runtime, http)
+
+
+@pytest.mark.parametrize("prompt", list(START_FAILURES))
+async def test_start_failures_are_json_errors_with_the_right_status(matrix_runtime, http, prompt):
+    _script, status, code = START_FAILURES[prompt]
+    mark = len(matrix_runtime.lines)
+    response = await http.post(matrix_runtime.url + "/api/chat", json=turn(prompt))
+    assert response.status_code == status
+    assert response.json()["error"]["code"] == code
+    matrix_runtime.wait_for_record("chat_start_failed", since=mark, request_id=response.headers["x-request-id"], code=code)
+    await assert_still_healthy(matrix_runtime, http)

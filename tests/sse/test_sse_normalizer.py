@@ -1,0 +1,279 @@
+"""The upstream normalizer: Workers AI native and OpenAI-style frames to model deltas."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sse import Event, ReasoningDelta, TextDelta, UpstreamNormalizer
+from sse._jsonstr import scan_body
+from sse._normalizer import fast_response, native_event_bodies
+
+USAGE = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
+
+
+def message(data: str) -> Event:
+    return Event(data=data)
+
+
+def dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+FRAMES = [
+    pytest.param('{"response":"Hello","p":"abcd"}', [TextDelta(text="Hello")], 0, id="native"),
+    pytest.param('{"response":"Hi"}', [TextDelta(text="Hi")], 0, id="native-without-padding"),
+    pytest.param(
+        '{"p":"ab","response":"Hi"}', [TextDelta(text="Hi")], 0, id="native-padding-first"
+    ),
+    pytest.param('{ "response" : "Hi" }', [TextDelta(text="Hi")], 0, id="native-with-whitespace"),
+    pytest.param(
+        '{"response":"a\\nb\\u00e9\\"\\\\"}',
+        [TextDelta(text='a\nb\u00e9"\\')],
+        0,
+        id="native-escapes",
+    ),
+    pytest.param(
+        '{"response":"\\ud83d\\ude42"}',
+        [TextDelta(text="\U0001f642")],
+        0,
+        id="native-surrogate-pair-escape",
+    ),
+    pytest.param('{"response":42}', [TextDelta(text="42")], 0, id="native-integer-response"),
+    pytest.param('{"response":1.5}', [TextDelta(text="1.5")], 0, id="native-float-response"),
+    pytest.param('{"response":""}', [], 0, id="native-empty-text-emits-nothing"),
+    pytest.param('{"response":null}', [], 0, id="native-null-response-is-known"),
+    pytest.param('{"response":true}', [], 1, id="native-boolean-response-skipped"),
+    pytest.param('{"response":["a"]}', [], 1, id="native-list-response-skipped"),
+    pytest.param(
+        '{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}',
+        [TextDelta(text="Hi")],
+        0,
+        id="openai-content",
+    ),
+    pytest.param(
+        '{"choices":[{"delta":{"reasoning_content":"hmm"}}]}',
+        [ReasoningDelta(text="hmm")],
+        0,
+        id="openai-reasoning",
+    ),
+    pytest.param(
+        '{"choices":[{"delta":{"reasoning_content":"hmm","content":"Hi"}}]}',
+        [ReasoningDelta(text="hmm"), TextDelta(text="Hi")],
+        0,
+        id="openai-reasoning-before-content-in-one-frame",
+    ),
+    pytest.param('{"choices":[{"delta":{"role":"assistant"}}]}', [], 0, id="openai-role-only"),
+    pytest.param('{"choices":[{"delta":{"content":null}}]}', [], 0, id="openai-null-content"),
+    pytest.param('{"choices":[]}', [], 0, id="openai-empty-choices"),
+    pytest.param('{"choices":["x"]}', [], 1, id="openai-choice-not-an-object-skipped"),
+    pytest.param('{"choices":[{"delta":"x"}]}', [], 1, id="openai-delta-not-an-object-skipped"),
+    pytest.param('{"choices":"x"}', [], 1, id="openai-choices-not-a-list-skipped"),
+    pytest.param("not json", [], 1, id="invalid-json-skipped"),
+    pytest.param('{"response":"unterminated', [], 1, id="truncated-json-skipped"),
+    pytest.param('{"response":"a\tb"}', [], 1, id="raw-control-character-skipped"),
+    pytest.param('["response"]', [], 1, id="json-array-skipped"),
+    pytest.param('"text"', [], 1, id="json-string-skipped"),
+    pytest.param("", [], 1, id="empty-data-skipped"),
+    pytest.param("{}", [], 1, id="empty-object-skipped"),
+    pytest.param('{"error":"boom"}', [], 1, id="unknown-shape-skipped"),
+    pytest.param("[" * 100_000 + "]" * 100_000, [], 1, id="deeply-nested-json-skipped"),
+    pytest.param('{"response":"Hi","p":"a"b"}', [], 1, id="invalid-padding-makes-frame-invalid"),
+    pytest.param('{"response":"Hi","p":"ab"}x', [], 1, id="trailing-garbage-skipped"),
+    pytest.param(
+        '{"response":"Hi"} ', [TextDelta(text="Hi")], 0, id="trailing-whitespace-is-valid-json"
+    ),
+]
+
+
+@pytest.mark.parametrize(("data", "deltas", "skipped"), FRAMES)
+def test_normalizer_turns_each_frame_into_its_deltas(
+    data: str, deltas: list[object], skipped: int
+) -> None:
+    normalizer = UpstreamNormalizer()
+    assert normalizer.normalize(message(data)) == deltas
+    assert normalizer.skipped == skipped
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param("[DONE]", id="plain"),
+        pytest.param("[DONE]  ", id="trailing-spaces"),
+        pytest.param(" [DONE]", id="leading-space-from-data-colon-two-spaces"),
+        pytest.param("[DONE]\t", id="trailing-tab"),
+    ],
+)
+def test_done_sentinel_is_recognised_before_json_parsing(data: str) -> None:
+    normalizer = UpstreamNormalizer()
+    assert normalizer.normalize(message(data)) == []
+    assert normalizer.done
+    assert normalizer.skipped == 0
+
+
+def test_events_after_done_are_ignored_not_counted() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message("[DONE]"))
+    assert normalizer.normalize(message('{"response":"late"}')) == []
+    assert normalizer.normalize(message("garbage")) == []
+    assert normalizer.skipped == 0
+
+
+def test_done_inside_json_is_not_the_sentinel() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message('"[DONE]"'))
+    assert not normalizer.done
+
+
+def test_events_with_another_type_are_skipped_and_counted() -> None:
+    normalizer = UpstreamNormalizer()
+    assert normalizer.normalize(Event(type="error", data='{"response":"x"}')) == []
+    assert normalizer.skipped == 1
+
+
+def test_native_usage_is_recorded_and_keeps_only_the_three_counts() -> None:
+    normalizer = UpstreamNormalizer()
+    frame = {"response": "", "usage": {**USAGE, "extra": {"cached": 1}}}
+    assert normalizer.normalize(message(dumps(frame))) == []
+    assert normalizer.usage == USAGE
+    assert normalizer.skipped == 0
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        pytest.param({"prompt_tokens": 3, "completion_tokens": 5}, id="missing-total"),
+        pytest.param({**USAGE, "total_tokens": "8"}, id="string-count"),
+        pytest.param({**USAGE, "total_tokens": True}, id="boolean-count"),
+        pytest.param([1, 2, 3], id="not-an-object"),
+    ],
+)
+def test_malformed_usage_is_not_recorded(usage: object) -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message(dumps({"usage": usage})))
+    assert normalizer.usage is None
+    assert normalizer.skipped == 1
+
+
+def test_openai_stream_records_finish_reason_and_final_usage_chunk() -> None:
+    normalizer = UpstreamNormalizer()
+    frames = [
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}],
+            "usage": None,
+        },
+        {
+            "id": "c1",
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": None,
+        },
+        {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": USAGE},
+    ]
+    deltas = [d for frame in frames for d in normalizer.normalize(message(dumps(frame)))]
+    assert deltas == [TextDelta(text="Hi")]
+    assert normalizer.finish_reason == "stop"
+    assert normalizer.usage == USAGE
+    assert normalizer.skipped == 0
+
+
+def test_native_top_level_finish_reason_is_recorded() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message('{"response":"","finish_reason":"length"}'))
+    assert normalizer.finish_reason == "length"
+
+
+def test_native_tool_calls_are_counted_not_emitted() -> None:
+    normalizer = UpstreamNormalizer()
+    frame = {
+        "response": "",
+        "tool_calls": [{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}],
+    }
+    assert normalizer.normalize(message(dumps(frame))) == []
+    assert normalizer.normalize(message(dumps({"tool_calls": [{"name": "h"}]}))) == []
+    assert normalizer.tool_calls == 3
+    assert normalizer.skipped == 0
+
+
+def test_native_tool_calls_that_are_not_a_list_make_an_unknown_frame() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message('{"tool_calls":"f()"}'))
+    assert (normalizer.tool_calls, normalizer.skipped) == (0, 1)
+
+
+def test_openai_tool_call_fragments_count_once_per_call() -> None:
+    normalizer = UpstreamNormalizer()
+    first = {
+        "choices": [
+            {
+                "delta": {
+                    "tool_calls": [
+                        {"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}
+                    ]
+                }
+            }
+        ]
+    }
+    more = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]}
+    for frame in (first, more, more):
+        assert normalizer.normalize(message(dumps(frame))) == []
+    assert normalizer.tool_calls == 1
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        pytest.param('{"response":"Hi","p":"abc"}', "Hi", id="with-padding"),
+        pytest.param('{"response":"Hi"}', "Hi", id="without-padding"),
+        pytest.param('{"response":"a\\"b"}', 'a"b', id="escaped-quote"),
+        pytest.param('{"response":"Hi","p":"a\\"b"}', "Hi", id="escaped-padding"),
+        pytest.param('{"response":"Hi","p":"ab"', None, id="unclosed-object"),
+        pytest.param('{"response":"Hi","p":"ab"}}', None, id="extra-brace"),
+        pytest.param('{"response":"Hi"]', None, id="wrong-closer"),
+        pytest.param('{"response":"Hi","usage":{}}', None, id="other-field-takes-general-path"),
+        pytest.param('{"response":"Hi","p":"ab', None, id="unterminated-padding"),
+        pytest.param('{"response":"\\x"}', None, id="bad-escape"),
+        pytest.param('{"response": "Hi"}', None, id="whitespace-takes-general-path"),
+    ],
+)
+def test_fast_response_agrees_with_json_loads_or_declines(data: str, expected: str | None) -> None:
+    assert fast_response(data) == expected
+    if expected is not None:
+        assert json.loads(data)["response"] == expected
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        pytest.param(
+            'data: {"response":"a","p":"xy"}\n\ndata: {"response":"b"}\n\n',
+            ["a", "b"],
+            id="two-events",
+        ),
+        pytest.param(
+            'data: {"response":"a\\n\\u00e9"}\n\n', ["a\\n\\u00e9"], id="bodies-stay-escaped"
+        ),
+        pytest.param('data: {"response":""}\n\n', None, id="empty-text-goes-general"),
+        pytest.param('data: {"response":"a"}\n\n\n', None, id="extra-blank-line"),
+        pytest.param(': c\ndata: {"response":"a"}\n\n', None, id="comment"),
+        pytest.param(
+            'data: {"response":"a"}\ndata: {"response":"b"}\n\n', None, id="multi-line-data"
+        ),
+        pytest.param('data: {"response":"a\\q"}\n\n', None, id="invalid-escape"),
+        pytest.param('data: {"response":"a\\u12"}\n\n', None, id="short-unicode-escape"),
+        pytest.param('data: {"response":"a\x01"}\n\n', None, id="raw-control-character"),
+        pytest.param('data: {"response":"a","p":"x\\"y"}\n\n', None, id="escape-in-padding"),
+        pytest.param("data: [DONE]\n\n", None, id="done"),
+    ],
+)
+def test_native_event_bodies_reads_only_blocks_of_plain_native_events(
+    block: str, expected: list[str] | None
+) -> None:
+    assert native_event_bodies(block) == expected
+
+
+def test_scan_body_decodes_a_json_string_body() -> None:
+    assert scan_body("a\\n\\u00e9\\ud83d\\ude42") == "a\n\u00e9\U0001f642"

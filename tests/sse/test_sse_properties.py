@@ -1,0 +1,310 @@
+"""Properties of the SSE core, checked by Hypothesis over generated streams.
+
+Example counts come from the profile (tests/sse/conftest.py): `ci` by default,
+HYPOTHESIS_PROFILE=fuzz for a long fuzzing run.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sse import (
+    ERROR_MESSAGES,
+    EventStreamParser,
+    LineTooLongError,
+    NDJSONEncoder,
+    ReasoningDelta,
+    Reframer,
+    SSEEncoder,
+    SSEError,
+    TextDelta,
+    UpstreamNormalizer,
+    format_event,
+)
+from tests.sse.support import ndjson_objects, parse_chunks, protocol_events
+
+# --- strategies -------------------------------------------------------------------------
+
+LINE_ENDS = st.sampled_from([b"\n", b"\r", b"\r\n"])
+TEXT = st.text(
+    alphabet=st.one_of(
+        st.sampled_from(list('ab "\\/\n\r\t:\u00e9\u6771\U0001f642\u2028\x00\x1f')),
+        st.characters(),
+    ),
+    max_size=12,
+)
+
+
+def _json_frame(value: object, ensure_ascii: bool = False) -> bytes:
+    # surrogatepass: a lone surrogate in generated text becomes bytes that are not
+    # UTF-8, one more thing an upstream might send; with ensure_ascii it is an escape.
+    text = json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
+    return text.encode("utf-8", "surrogatepass")
+
+
+NATIVE = st.builds(
+    lambda text, pad, ascii_: (
+        b"data: "
+        + _json_frame({"response": text} if pad is None else {"response": text, "p": pad}, ascii_)
+    ),
+    TEXT,
+    st.none() | st.text(alphabet="abcXYZ019", max_size=8),
+    st.booleans(),
+)
+OPENAI = st.builds(
+    lambda content, reasoning, finish: (
+        b"data: "
+        + _json_frame(
+            {
+                "object": "chat.completion.chunk",
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {
+                            k: v
+                            for k, v in (("content", content), ("reasoning_content", reasoning))
+                            if v is not None
+                        },
+                        "finish_reason": finish,
+                    }
+                ],
+            }
+        )
+    ),
+    st.none() | TEXT,
+    st.none() | TEXT,
+    st.none() | st.sampled_from(["stop", "length"]),
+)
+OTHER_LINES = st.sampled_from(
+    [
+        b"",
+        b"data: [DONE]",
+        b"data:[DONE]",
+        b"data: [DONE]  ",
+        b'data: {"response":"","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
+        b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
+        b'data: {"response":"x","tool_calls":[{"name":"f"}]}',
+        b'data: {"response":42}',
+        b"data: not json",
+        b"data",
+        b"data:",
+        b": ping",
+        b":",
+        b"event: other",
+        b"event:",
+        b"id: 1",
+        b"id: a\x00b",
+        b"retry: 100",
+        b"retry: x",
+        b"foo: bar",
+        b"\xef\xbb\xbfdata: bom",
+        b"data: \xff\xfe broken utf-8 \xe6\x9d",
+        b"x" * 80,
+    ]
+)
+LINE = st.one_of(NATIVE, NATIVE, OPENAI, OTHER_LINES)
+
+
+@st.composite
+def streams(draw: st.DrawFn) -> bytes:
+    """Event-stream-like bytes: lines of every kind, every line end, blank lines."""
+    parts: list[bytes] = []
+    if draw(st.booleans()):
+        parts.append(b"\xef\xbb\xbf")
+    for line in draw(st.lists(LINE, max_size=12)):
+        parts.append(line)
+        parts.append(draw(LINE_ENDS))
+        if draw(st.integers(0, 3)):
+            parts.append(draw(LINE_ENDS))  # mostly a blank line: dispatch
+    if draw(st.booleans()):
+        parts.append(draw(st.binary(max_size=20)))
+    return b"".join(parts)
+
+
+@st.composite
+def chunkings(draw: st.DrawFn, data: bytes) -> list[bytes]:
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(data)), max_size=len(data) + 1))))
+    return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+
+
+@st.composite
+def stream_and_chunks(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
+    data = draw(streams())
+    return data, draw(chunkings(data))
+
+
+CAPS = st.sampled_from([24, 64, 1 << 20])
+
+# --- the parser -------------------------------------------------------------------------
+
+
+@given(stream_and_chunks(), CAPS)
+def test_parser_output_does_not_depend_on_how_the_input_is_chunked(
+    case: tuple[bytes, list[bytes]], cap: int
+) -> None:
+    data, chunks = case
+    assert parse_chunks(chunks, max_line_bytes=cap) == parse_chunks([data], max_line_bytes=cap)
+
+
+FIELD_TEXT = st.text().filter(lambda s: "\r" not in s and "\n" not in s)
+
+
+@given(
+    data=st.text(),
+    event=st.none() | FIELD_TEXT,
+    id=st.none() | FIELD_TEXT.filter(lambda s: "\0" not in s),
+    retry=st.none() | st.integers(min_value=0, max_value=2**53),
+)
+def test_format_event_then_parse_round_trips_any_event(
+    data: str, event: str | None, id: str | None, retry: int | None
+) -> None:
+    stream = format_event(data=data, event=event, id=id, retry=retry).encode()
+    parsed = parse_chunks([stream])
+    [got] = parsed.events
+    assert got.type == (event or "message")
+    # SSE has no way to carry a CR in data: CR and CRLF come back as LF.
+    assert got.data == data.replace("\r\n", "\n").replace("\r", "\n")
+    assert got.id == (id or "")
+    assert parsed.retry == retry
+
+
+@given(text=st.text(), padding=st.text(alphabet="abcXYZ0189", max_size=40))
+def test_protocol_frames_round_trip_their_text_in_both_encodings(text: str, padding: str) -> None:
+    [(kind, data)] = protocol_events(SSEEncoder().delta(text, padding).encode())
+    assert (kind, data) == ("delta", {"text": text, "p": padding})
+    [obj] = ndjson_objects(NDJSONEncoder().reasoning(text, padding).encode())
+    assert obj == {"type": "reasoning", "text": text, "p": padding}
+
+
+@settings(max_examples=settings().max_examples * 2)
+@given(st.one_of(st.binary(max_size=300), streams()), st.data(), CAPS)
+def test_fuzz_parser_raises_nothing_but_its_typed_error_on_any_bytes(
+    data: bytes, draw: st.DataObject, cap: int
+) -> None:
+    parser = EventStreamParser(max_line_bytes=cap)
+    try:
+        for chunk in draw.draw(chunkings(data)):
+            for event in parser.feed(chunk):
+                assert isinstance(event.data, str)
+        parser.close()
+    except SSEError:
+        pass
+
+
+# --- the reframer -----------------------------------------------------------------------
+
+OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(st.just("feed"), streams()),
+        st.tuples(st.just("feed"), st.binary(max_size=40)),
+        st.tuples(st.just("ping"), st.none()),
+        st.tuples(st.just("finish"), st.none()),
+        st.tuples(st.just("fail"), st.sampled_from([*ERROR_MESSAGES, "bogus"])),
+    ),
+    max_size=8,
+)
+
+
+def decode(output: bytes, ndjson: bool) -> list[tuple[str, dict[str, Any]]]:
+    if ndjson:
+        return [(obj.pop("type"), obj) for obj in ndjson_objects(output)]
+    return protocol_events(output)
+
+
+@given(OPERATIONS, st.booleans(), CAPS)
+def test_reframer_emits_exactly_one_terminal_frame_and_it_is_last(
+    operations: list[tuple[str, Any]], ndjson: bool, cap: int
+) -> None:
+    reframer = Reframer(
+        request_id="r",
+        model="m",
+        encoder=NDJSONEncoder() if ndjson else SSEEncoder(),
+        max_line_bytes=cap,
+        rng=random.Random(0),
+    )
+    pieces = []
+    ended_at = None  # the index of the piece that held the terminal frame
+    for name, argument in [*operations, ("finish", None)]:  # the Worker always ends so
+        method = getattr(reframer, name)
+        pieces.append(method(argument) if argument is not None else method())
+        if ended_at is None and reframer.terminated:
+            ended_at = len(pieces) - 1
+    assert ended_at is not None
+    # Nothing at all, not even a ping, follows the terminal frame.
+    assert all(piece == b"" for piece in pieces[ended_at + 1 :])
+    events = decode(b"".join(pieces), ndjson)
+    kinds = [kind for kind, _ in events if kind != "ping"]
+    assert kinds[0] == "meta"
+    assert [kind for kind in kinds if kind in ("done", "error")] == [kinds[-1]]
+    if kinds[-1] == "error":
+        assert events[-1][1]["code"] == reframer.last_error_code
+        assert events[-1][1]["message"] == ERROR_MESSAGES[reframer.last_error_code]
+    else:
+        assert reframer.saw_done and reframer.last_error_code is None
+
+
+def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]:
+    """The protocol events the Reframer must produce, built from the public parser and
+    normalizer one event at a time: the slow, obviously-right composition."""
+    parser = EventStreamParser(max_line_bytes=cap)
+    normalizer = UpstreamNormalizer()
+    out: list[tuple[str, dict[str, Any]]] = [("meta", {"request_id": "r", "model": "m"})]
+    chunks_, chars = 0, 0
+
+    def take(events: Any) -> None:
+        nonlocal chunks_, chars
+        for event in events:
+            for delta in normalizer.normalize(event):
+                if isinstance(delta, TextDelta):
+                    out.append(("delta", {"text": delta.text, "p": ""}))
+                    chunks_, chars = chunks_ + 1, chars + len(delta.text)
+                else:
+                    assert isinstance(delta, ReasoningDelta)
+                    out.append(("reasoning", {"text": delta.text, "p": ""}))
+
+    for chunk in chunks:
+        if normalizer.done:
+            break
+        try:
+            take(parser.feed(chunk))
+        except LineTooLongError as error:
+            take(error.events)
+            if not normalizer.done:
+                code = "upstream_malformed"
+                out.append(
+                    ("error", {"code": code, "message": ERROR_MESSAGES[code], "request_id": "r"})
+                )
+                return out
+            break
+    if normalizer.done:
+        done = {
+            "finish_reason": normalizer.finish_reason,
+            "usage": normalizer.usage,
+            "chunks": chunks_,
+            "chars": chars,
+            "skipped": normalizer.skipped,
+        }
+        out.append(("done", done))
+    else:
+        code = "upstream_incomplete"
+        out.append(("error", {"code": code, "message": ERROR_MESSAGES[code], "request_id": "r"}))
+    return out
+
+
+@given(stream_and_chunks(), CAPS)
+def test_reframer_matches_the_event_by_event_composition_however_chunked(
+    case: tuple[bytes, list[bytes]], cap: int
+) -> None:
+    data, chunks = case
+    reframer = Reframer(request_id="r", model="m", max_padding=0, max_line_bytes=cap)
+    output = (
+        reframer.start() + b"".join(reframer.feed(chunk) for chunk in chunks) + reframer.finish()
+    )
+    output.decode("utf-8")  # always valid UTF-8
+    assert protocol_events(output) == reference(chunks, cap)
+    assert protocol_events(output) == reference([data], cap)

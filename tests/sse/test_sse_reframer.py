@@ -1,0 +1,398 @@
+"""The Reframer: upstream bytes in, protocol bytes out."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from sse import NDJSONEncoder, Reframer, SSEEncoder
+from tests.sse.support import (
+    ndjson_objects,
+    protocol_events,
+    run_reframer,
+    three_ways,
+    without_padding,
+)
+
+MODEL = "@cf/meta/llama-3.1-8b-instruct"
+USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
+
+
+def native(*texts: str, done: bool = True, usage: bool = True) -> bytes:
+    frames = [
+        f"data: {json.dumps({'response': t, 'p': 'abcdefgh'[: len(t)]}, ensure_ascii=False)}\n\n"
+        for t in texts
+    ]
+    if usage:
+        frames.append(f"data: {json.dumps({'response': '', 'usage': USAGE})}\n\n")
+    if done:
+        frames.append("data: [DONE]\n\n")
+    return "".join(frames).encode()
+
+
+def openai(*deltas: dict[str, str], finish: str = "stop") -> bytes:
+    def frame(value: object) -> str:
+        return f"data: {json.dumps(value)}\n\n"
+
+    frames = [
+        frame(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": d, "finish_reason": None}],
+            }
+        )
+        for d in deltas
+    ]
+    frames.append(
+        frame(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+            }
+        )
+    )
+    frames.append(
+        frame({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": USAGE})
+    )
+    frames.append("data: [DONE]\n\n")
+    return "".join(frames).encode()
+
+
+def make(**kwargs: Any) -> Reframer:
+    return Reframer(request_id="req-1", model=MODEL, rng=random.Random(7), **kwargs)
+
+
+def test_a_native_stream_becomes_meta_deltas_and_done_however_it_is_split() -> None:
+    upstream = native("Hel", "lo \u00e9\u6771", " \U0001f642", "!")
+    for how, chunks in three_ways(upstream):
+        events = without_padding(protocol_events(run_reframer(make, chunks)))
+        assert events == [
+            ("meta", {"request_id": "req-1", "model": MODEL}),
+            ("delta", {"text": "Hel"}),
+            ("delta", {"text": "lo \u00e9\u6771"}),
+            ("delta", {"text": " \U0001f642"}),
+            ("delta", {"text": "!"}),
+            (
+                "done",
+                {"finish_reason": None, "usage": USAGE, "chunks": 4, "chars": 11, "skipped": 0},
+            ),
+        ], how
+
+
+def test_an_openai_stream_becomes_reasoning_deltas_and_done_with_finish_reason() -> None:
+    upstream = openai(
+        {"role": "assistant"},
+        {"reasoning_content": "think"},
+        {"content": "Hi"},
+        {"content": " there"},
+    )
+    for how, chunks in three_ways(upstream):
+        events = without_padding(protocol_events(run_reframer(make, chunks)))
+        assert events == [
+            ("meta", {"request_id": "req-1", "model": MODEL}),
+            ("reasoning", {"text": "think"}),
+            ("delta", {"text": "Hi"}),
+            ("delta", {"text": " there"}),
+            (
+                "done",
+                {"finish_reason": "stop", "usage": USAGE, "chunks": 2, "chars": 8, "skipped": 0},
+            ),
+        ], how
+
+
+def test_several_events_in_one_chunk_come_out_as_one_bytes_object() -> None:
+    reframer = make()
+    reframer.start()
+    out = reframer.feed(native("a", "b", "c", done=False, usage=False))
+    assert isinstance(out, bytes)
+    assert [kind for kind, _ in protocol_events(out)] == ["delta", "delta", "delta"]
+
+
+def test_feed_returns_empty_bytes_when_a_chunk_completes_no_event() -> None:
+    reframer = make()
+    reframer.start()
+    assert reframer.feed(b'data: {"response":"a"}\n') == b""
+    assert reframer.feed(b"\n") != b""
+
+
+def test_an_escaped_response_keeps_its_meaning_and_character_count() -> None:
+    upstream = b'data: {"response":"a\\n\\"\\u00e9\\/"}\n\ndata: [DONE]\n\n'
+    for how, chunks in three_ways(upstream):
+        events = protocol_events(run_reframer(make, chunks))
+        assert events[1][1]["text"] == 'a\n"\u00e9/', how
+        assert events[-1][1]["chars"] == 5, how
+
+
+def test_a_lone_surrogate_escape_upstream_stays_valid_utf8_and_json() -> None:
+    for upstream in (
+        b'data: {"response":"x\\ud800"}\n\ndata: [DONE]\n\n',  # the bulk path
+        b'data: {"response":"x\\ud800","usage":null}\n\ndata: [DONE]\n\n',  # the general path
+    ):
+        output = run_reframer(make, [upstream])
+        output.decode("utf-8")  # raises if not valid UTF-8
+        assert protocol_events(output)[1][1]["text"] == "x\ud800"
+
+
+def test_the_stream_without_done_ends_with_upstream_incomplete() -> None:
+    reframer = make()
+    output = reframer.start() + reframer.feed(native("a", done=False)) + reframer.finish()
+    assert protocol_events(output)[-1] == (
+        "error",
+        {
+            "code": "upstream_incomplete",
+            "message": "The model stream ended before it was complete.",
+            "request_id": "req-1",
+        },
+    )
+    assert reframer.terminated and not reframer.saw_done
+    assert reframer.last_error_code == "upstream_incomplete"
+
+
+def test_done_without_its_blank_line_at_eof_is_not_seen() -> None:
+    reframer = make()
+    reframer.feed(b'data: {"response":"a"}\n\ndata: [DONE]\n')
+    assert not reframer.saw_done
+    assert protocol_events(reframer.finish())[-1][1]["code"] == "upstream_incomplete"
+
+
+def test_bytes_after_done_are_ignored() -> None:
+    reframer = make()
+    reframer.start()
+    out = reframer.feed(b'data: [DONE]\n\ndata: {"response":"late"}\n\n')
+    assert out == b""
+    assert reframer.feed(b'data: {"response":"later"}\n\n' + b"x" * 100) == b""
+    events = protocol_events(reframer.finish())
+    assert events == [
+        ("done", {"finish_reason": None, "usage": None, "chunks": 0, "chars": 0, "skipped": 0})
+    ]
+
+
+def test_events_in_a_chunk_before_done_are_kept_and_those_after_dropped() -> None:
+    reframer = make()
+    reframer.start()
+    out = reframer.feed(
+        b'data: {"response":"a","usage":null}\n\ndata: [DONE]\n\ndata: {"response":"b"}\n\n'
+    )
+    assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
+    assert reframer.saw_done
+
+
+def test_a_line_over_the_cap_ends_the_stream_with_upstream_malformed_after_earlier_deltas() -> None:
+    upstream = b'data: {"response":"ok"}\n\ndata: ' + b"x" * 200 + b"\n\ndata: [DONE]\n\n"
+    for how, chunks in three_ways(upstream):
+        reframer = make(max_line_bytes=64)
+        output = reframer.start() + b"".join(map(reframer.feed, chunks)) + reframer.finish()
+        assert [kind for kind, _ in protocol_events(output)] == ["meta", "delta", "error"], how
+        assert protocol_events(output)[-1][1]["code"] == "upstream_malformed"
+        assert reframer.terminated and reframer.last_error_code == "upstream_malformed"
+
+
+def test_an_unterminated_line_over_the_cap_is_caught_without_waiting_for_its_end() -> None:
+    reframer = make(max_line_bytes=10_000)
+    reframer.start()
+    outputs = [reframer.feed(b"y" * 1000) for _ in range(12)]
+    assert b"upstream_malformed" in b"".join(outputs)
+    assert reframer.terminated
+
+
+@pytest.mark.parametrize(
+    ("before", "skipped"),
+    [
+        pytest.param(b"x" * 101, 0, id="pending-line"),
+        pytest.param(b"data: " + b"x" * 101 + b"\n", 1, id="pending-data"),
+        pytest.param(b"event: " + b"e" * 101 + b"\n", 1, id="pending-event-type"),
+    ],
+)
+def test_a_native_frame_after_parser_state_is_read_as_part_of_that_state(
+    before: bytes, skipped: int
+) -> None:
+    # Text the Reframer carries past a quarter of the cap goes to the parser, which may
+    # then hold a partial line, data or an event type; the next block continues them,
+    # whatever it looks like, so it must go through the parser, not the fast path.
+    reframer = make(max_line_bytes=400)
+    reframer.start()
+    assert reframer.feed(before) == b""
+    assert reframer.feed(b'data: {"response":"a"}\n\n') == b""
+    assert (reframer.stats.chunks, reframer.stats.skipped) == (0, skipped)
+
+
+def test_frames_with_empty_text_emit_nothing_on_the_fast_path_either() -> None:
+    reframer = make()
+    reframer.start()
+    out = reframer.feed(b'data: {"response":"","p":"ab"}\n\ndata: {"response":"a","p":"x"}\n\n')
+    assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
+    assert reframer.stats.chunks == 1
+
+
+def test_ping_is_a_comment_in_sse_and_an_object_in_ndjson() -> None:
+    sse = make()
+    sse.start()
+    assert sse.ping() == b": ping\n\n"
+    ndjson = make(encoder=NDJSONEncoder())
+    ndjson.start()
+    assert ndjson.ping() == b'{"type":"ping"}\n'
+
+
+def test_the_first_output_of_any_kind_starts_with_meta() -> None:
+    for first in ("ping", "feed", "finish", "fail"):
+        reframer = make()
+        if first == "ping":
+            output = reframer.ping()
+        elif first == "feed":
+            output = reframer.feed(b'data: {"response":"a"}\n\n')
+        elif first == "finish":
+            output = reframer.finish()
+        else:
+            output = reframer.fail("upstream_timeout")
+        assert output.startswith(b"event: meta\n"), first
+        assert reframer.start() == b"", first
+
+
+def test_start_twice_sends_meta_once() -> None:
+    reframer = make()
+    assert reframer.start().startswith(b"event: meta")
+    assert reframer.start() == b""
+
+
+def test_after_the_terminal_frame_every_method_returns_empty_bytes() -> None:
+    reframer = make()
+    reframer.start()
+    assert reframer.fail("generation_failed")
+    assert reframer.terminated
+    assert reframer.feed(native("a")) == b""
+    assert reframer.ping() == b""
+    assert reframer.finish() == b""
+    assert reframer.fail("internal_error") == b""
+    assert reframer.start() == b""
+    assert reframer.last_error_code == "generation_failed"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        pytest.param("generation_failed", "generation_failed", id="generation-failed"),
+        pytest.param("upstream_timeout", "upstream_timeout", id="upstream-timeout"),
+        pytest.param("internal_error", "internal_error", id="internal-error"),
+        pytest.param("KeyError: secret at line 3", "internal_error", id="unknown-code-never-leaks"),
+    ],
+)
+def test_fail_emits_the_code_with_its_generic_message(code: str, expected: str) -> None:
+    reframer = make()
+    reframer.start()
+    [(kind, data)] = protocol_events(reframer.fail(code))
+    assert kind == "error"
+    assert data["code"] == expected
+    assert data["request_id"] == "req-1"
+    assert "secret" not in data["message"]
+    assert reframer.last_error_code == expected
+
+
+def test_an_unexpected_failure_inside_feed_becomes_internal_error_not_an_exception() -> None:
+    class Broken(SSEEncoder):
+        def json_deltas(self, bodies: Any, paddings: Any) -> str:
+            raise RuntimeError("boom")
+
+        def delta(self, text: str, padding: str) -> str:
+            raise RuntimeError("boom")
+
+    reframer = make(encoder=Broken())
+    output = reframer.feed(native("a"))
+    assert protocol_events(output)[-1][1]["code"] == "internal_error"
+    assert isinstance(reframer.exception, RuntimeError)
+    assert b"boom" not in output
+
+
+def test_non_message_events_are_skipped_and_counted() -> None:
+    upstream = (
+        b'event: error\ndata: {"response":"x"}\n\ndata: nonsense\n\n'
+        b'data: {"response":"a"}\n\ndata: [DONE]\n\n'
+    )
+    reframer = make()
+    output = run_reframer(lambda: reframer, [upstream])
+    assert protocol_events(output)[-1][1]["skipped"] == 2
+    assert reframer.stats.skipped == 2
+
+
+def test_stats_report_chunks_chars_reasoning_usage_and_tool_calls() -> None:
+    upstream = (
+        b'data: {"choices":[{"delta":{"reasoning_content":"abc"}}]}\n\n'
+        b'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n'
+        b'data: {"response":"","tool_calls":[{"name":"f"}]}\n\n'
+        b'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":'
+        + json.dumps(USAGE).encode()
+        + b"}\n\n"
+    )
+    reframer = make()
+    run_reframer(lambda: reframer, [upstream], finish=False)
+    stats = reframer.stats
+    assert (stats.chunks, stats.chars, stats.reasoning_chunks, stats.reasoning_chars) == (
+        1,
+        2,
+        1,
+        3,
+    )
+    assert (stats.skipped, stats.tool_calls, stats.finish_reason, stats.usage) == (
+        0,
+        1,
+        "tool_calls",
+        USAGE,
+    )
+
+
+def test_ndjson_reframer_emits_typed_objects_ending_with_done() -> None:
+    output = run_reframer(lambda: make(encoder=NDJSONEncoder()), [native("a", "b")])
+    objects = ndjson_objects(output)
+    assert [o["type"] for o in objects] == ["meta", "delta", "delta", "done"]
+    assert [o.get("text") for o in objects[1:3]] == ["a", "b"]
+
+
+def test_content_type_follows_the_encoder() -> None:
+    assert make().content_type == "text/event-stream; charset=utf-8"
+    assert make(encoder=NDJSONEncoder()).content_type == "application/x-ndjson"
+
+
+def test_padding_lengths_are_uniform_over_zero_to_max_padding() -> None:
+    reframer = make(max_padding=4)
+    reframer.start()
+    upstream = native(*["t"] * 5000, usage=False, done=False)
+    events = protocol_events(reframer.feed(upstream))
+    counts = Counter(len(data["p"]) for _, data in events)
+    assert sorted(counts) == [0, 1, 2, 3, 4]
+    # 1000 expected per length; a fair draw stays far inside this band.
+    assert all(850 < n < 1150 for n in counts.values()), counts
+
+
+def test_padding_is_on_by_default_and_off_with_max_padding_zero() -> None:
+    upstream = native(*["t"] * 300, usage=False)
+    padded = protocol_events(run_reframer(make, [upstream]))
+    assert max(len(data.get("p", "")) for _, data in padded) == 32
+    unpadded = protocol_events(run_reframer(lambda: make(max_padding=0), [upstream]))
+    assert {data["p"] for kind, data in unpadded if kind == "delta"} == {""}
+
+
+def test_a_seeded_rng_makes_the_output_reproducible_and_the_default_does_not() -> None:
+    upstream = native(*["t"] * 50)
+    assert run_reframer(make, [upstream]) == run_reframer(make, [upstream])
+    unseeded = lambda: Reframer(request_id="r", model="m")  # noqa: E731
+    assert run_reframer(unseeded, [upstream]) != run_reframer(unseeded, [upstream])
+
+
+@pytest.mark.parametrize("bad", [-1, 256])
+def test_max_padding_outside_its_range_is_refused(bad: int) -> None:
+    with pytest.raises(ValueError, match="max_padding"):
+        make(max_padding=bad)
+
+
+def test_two_reframers_share_no_state() -> None:
+    first, second = make(), make()
+    first.feed(b'data: {"response":"a","p"')
+    second.feed(b'data: {"response":"b"}\n\n')
+    out = first.feed(b':"x"}\n\n')
+    assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
+    assert first.stats.chunks == second.stats.chunks == 1

@@ -151,6 +151,15 @@ class LocalRuntime:
             time.sleep(0.05)
         raise AssertionError(f"no {event} record {match} within {timeout}s; saw {[r['event'] for r in self.records(since)]}")
 
+    def wait_for_count(self, event: str, count: int, since: int = 0, timeout: float = 10.0) -> list[dict[str, Any]]:
+        """Wait until `count` records of `event` were printed (log lines arrive asynchronously)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [r for r in self.records(since) if r["event"] == event]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
     def hung_reports(self) -> list[str]:
         return [line for line in self.lines if HUNG_REPORT in line]
 

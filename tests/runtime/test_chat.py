@@ -201,6 +201,7 @@ async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
     assert result.events[0].data["model"] == "@cf/c" and result.text == USER[0]["content"]
+    runtime.wait_for_record("ai_run", since=mark, model="@cf/c")  # log lines arrive asynchronously
     assert [r["model"] for r in runtime.records(mark) if r["event"] == "ai_run"] == ["@cf/a", "@cf/b", "@cf/c"]
     failures = [r for r in runtime.records(mark) if r["event"] == "chat_start_failed"]
     assert [(f["model"], f["code"]) for f in failures] == [("@cf/a", "model_unavailable"), ("@cf/b", "rate_limited")]
@@ -315,4 +316,4 @@ async def test_fifty_concurrent_streams_each_get_exactly_their_own_content(start
         assert result.text == secret * 2
     logged = "\n".join(runtime.lines[mark:])
     assert not any(secret in logged for secret in secrets), "message text must never be logged"
-    assert sum(r["event"] == "chat_stream_completed" for r in runtime.records(mark)) == 50
+    assert len(runtime.wait_for_count("chat_stream_completed", 50, since=mark)) == 50

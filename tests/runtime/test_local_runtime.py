@@ -50,7 +50,7 @@ async def test_chunks_arrive_at_the_emulators_pace_not_all_at_once(start_runtime
 
 
 async def test_reply_is_framed_like_workers_ai_and_split_at_arbitrary_points(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, ai_frames_per_chunk=1))
     chunks = [c for _, c in await read_chunks(http, runtime.url)]
     payloads = sse_payloads(b"".join(chunks))
     assert payloads[-1] == "[DONE]"
@@ -139,7 +139,7 @@ async def test_scripted_fail_start_rejects_the_run_call(start_runtime, http):
     runtime = start_runtime(RuntimeOptions.scripted(fail_start="3040: Capacity temporarily exceeded"))
     mark = len(runtime.lines)
     response = await http.post(runtime.url + "/api/chat/raw", json={"messages": MESSAGES})
-    assert response.status_code >= 500
+    assert response.status_code == 429  # the Worker reads the binding's code: rate limited
     runtime.wait_for_record("ai_start_failed", since=mark)
     assert (await http.get(runtime.url + "/health")).status_code == 200
 

@@ -1,0 +1,376 @@
+"""Side-by-side benchmarks in the real local runtime (workerd, Python 3.14 in Pyodide).
+
+    python bench/runtime_bench.py [--repeats 3] [--quick] [--only cpu,latency,...]
+
+Writes bench/results/latest.json and the charts docs/bench-cpu.png, docs/bench-latency.png,
+and prints the Markdown tables that docs/benchmarks.md quotes. Every figure comes from
+this one run; each measurement is repeated (median and spread reported).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.runtime.client import chat  # noqa: E402
+from tests.runtime.harness import LocalRuntime, RuntimeOptions  # noqa: E402
+from tests.runtime.processes import workerd_cpu_seconds, workerd_rss_bytes  # noqa: E402
+
+RESULTS = ROOT / "bench" / "results"
+JS_REFRAMER = "bench/js_reframer/worker.js"
+
+
+def conversation(i: int) -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": f"benchmark conversation {i}"}]}
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "runs": len(values)}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+async def drain(client: httpx.AsyncClient, url: str, path: str, payload: dict[str, Any]) -> int:
+    size = 0
+    async with client.stream("POST", url + path, json=payload) as response:
+        assert response.status_code == 200, response.status_code
+        async for chunk in response.aiter_raw():
+            size += len(chunk)
+    return size
+
+
+# --- 1. CPU per 1,000-token answer ---------------------------------------------------------
+
+
+def bench_cpu(repeats: int, streams: int) -> dict[str, Any]:
+    python = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000)).start()
+    js = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, main=JS_REFRAMER)).start()
+    paths = {"python_reframe": (python, "/api/chat"), "raw_passthrough": (python, "/api/chat/raw"), "js_reframe": (js, "/api/chat")}
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    try:
+        async def run(runtime: LocalRuntime, path: str, count: int) -> None:
+            async with httpx.AsyncClient(timeout=120) as client:
+                for i in range(count):
+                    await drain(client, runtime.url, path, conversation(i))
+
+        for runtime, path in paths.values():  # warm both isolates and the JITs
+            asyncio.run(run(runtime, path, 10))
+        for _ in range(repeats):
+            for name, (runtime, path) in paths.items():
+                before = workerd_cpu_seconds(runtime)
+                asyncio.run(run(runtime, path, streams))
+                samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / streams)
+    finally:
+        python.stop()
+        js.stop()
+    ratios = [p / j for p, j in zip(samples["python_reframe"], samples["js_reframe"])]
+    above_raw = [p - r for p, r in zip(samples["python_reframe"], samples["raw_passthrough"])]
+    js_above_raw = [j - r for j, r in zip(samples["js_reframe"], samples["raw_passthrough"])]
+    return {
+        "streams_per_run": streams,
+        "ms_cpu_per_answer": {name: spread(values) for name, values in samples.items()},
+        "python_over_js": spread(ratios),
+        "python_above_raw_ms_per_1000_tokens": spread(above_raw),
+        "js_above_raw_ms_per_1000_tokens": spread(js_above_raw),
+        "samples": samples,
+    }
+
+
+# --- 2. Added latency with a paced upstream -------------------------------------------------
+
+
+async def token_times(client: httpx.AsyncClient, url: str, path: str, payload: dict[str, Any]) -> list[float]:
+    """Arrival time of each token, relative to the request being sent."""
+    began = time.monotonic()
+    if path == "/api/chat":
+        result = await chat(client, url, payload)
+        assert result.terminal.name == "done"
+        return [e.at - began for e in result.events if e.name == "delta"]
+    times: list[float] = []
+    pending = b""
+    async with client.stream("POST", url + path, json=payload) as response:
+        async for chunk in response.aiter_raw():
+            now = time.monotonic() - began
+            pending += chunk
+            while b"\n\n" in pending:
+                frame, pending = pending.split(b"\n\n", 1)
+                if frame.startswith(b"data: {") and b'"response":""' not in frame:
+                    times.append(now)
+    return times
+
+
+def bench_latency(repeats: int, conversations: int) -> dict[str, Any]:
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=40, ai_reply_tokens=120)).start()
+    added: list[float] = []
+    ttft_chat: list[float] = []
+    ttft_raw: list[float] = []
+    per_run_p99: list[float] = []
+    try:
+        async def run() -> None:
+            async with httpx.AsyncClient(timeout=120) as client:
+                await token_times(client, runtime.url, "/api/chat", conversation(0))  # warm-up
+                for _ in range(repeats):
+                    run_added: list[float] = []
+                    for i in range(conversations):
+                        chat_times = await token_times(client, runtime.url, "/api/chat", conversation(i))
+                        raw_times = await token_times(client, runtime.url, "/api/chat/raw", conversation(i))
+                        assert len(chat_times) == len(raw_times), (len(chat_times), len(raw_times))
+                        run_added += [1000 * (c - r) for c, r in zip(chat_times, raw_times)]
+                        ttft_chat.append(1000 * chat_times[0])
+                        ttft_raw.append(1000 * raw_times[0])
+                    per_run_p99.append(percentile(run_added, 99))
+                    added.extend(run_added)
+
+        asyncio.run(run())
+    finally:
+        runtime.stop()
+    return {
+        "tokens": len(added),
+        "added_ms": {"p50": percentile(added, 50), "p99": percentile(added, 99), "p99_per_run": spread(per_run_p99)},
+        "ttft_ms": {"chat": spread(ttft_chat), "raw": spread(ttft_raw)},
+        "samples_added_ms": added,
+    }
+
+
+# --- 3. Memory ------------------------------------------------------------------------------
+
+
+class RssSampler:
+    def __init__(self, runtime: LocalRuntime, interval: float = 0.05) -> None:
+        self.runtime, self.interval, self.samples = runtime, interval, []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(workerd_rss_bytes(self.runtime))
+            time.sleep(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def bench_memory(repeats: int, long_tokens: int, concurrent: int) -> dict[str, Any]:
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=long_tokens)).start()
+    long_growth, long_after, wide_growth, wide_after = [], [], [], []
+    try:
+        async def one(client: httpx.AsyncClient, i: int) -> None:
+            await drain(client, runtime.url, "/api/chat", conversation(i))
+
+        async def many(count: int) -> None:
+            async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=count + 5)) as client:
+                await asyncio.gather(*(one(client, i) for i in range(count)))
+
+        asyncio.run(many(1))  # warm-up
+        for _ in range(repeats):
+            baseline = workerd_rss_bytes(runtime)
+            with RssSampler(runtime) as sampler:
+                asyncio.run(many(1))
+            time.sleep(1)
+            long_growth.append((max(sampler.samples) - baseline) / 2**20)
+            long_after.append((workerd_rss_bytes(runtime) - baseline) / 2**20)
+    finally:
+        runtime.stop()
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000)).start()
+    try:
+        async def wide() -> None:
+            async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=concurrent + 5)) as client:
+                await asyncio.gather(*(drain(client, runtime.url, "/api/chat", conversation(i)) for i in range(concurrent)))
+
+        asyncio.run(wide())  # warm-up
+        for _ in range(repeats):
+            baseline = workerd_rss_bytes(runtime)
+            with RssSampler(runtime) as sampler:
+                asyncio.run(wide())
+            time.sleep(1)
+            wide_growth.append((max(sampler.samples) - baseline) / 2**20)
+            wide_after.append((workerd_rss_bytes(runtime) - baseline) / 2**20)
+    finally:
+        runtime.stop()
+    return {
+        "long_stream_tokens": long_tokens,
+        "long_stream_peak_growth_mib": spread(long_growth),
+        "long_stream_after_mib": spread(long_after),
+        "concurrent_streams": concurrent,
+        "concurrent_peak_growth_mib": spread(wide_growth),
+        "concurrent_after_mib": spread(wide_after),
+    }
+
+
+# --- 4. Throughput ----------------------------------------------------------------------------
+
+
+def bench_throughput(repeats: int, paced_streams: int) -> dict[str, Any]:
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000)).start()
+    rates: dict[str, list[float]] = {"/api/chat": [], "/api/chat/raw": []}
+    try:
+        async def rate(path: str) -> float:
+            async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=20)) as client:
+                began = time.monotonic()
+                await asyncio.gather(*(drain(client, runtime.url, path, conversation(i)) for i in range(10)))
+                return 10 * 1000 / (time.monotonic() - began)
+
+        asyncio.run(rate("/api/chat"))
+        for _ in range(repeats):
+            for path in rates:
+                rates[path].append(asyncio.run(rate(path)))
+    finally:
+        runtime.stop()
+
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=40, ai_reply_tokens=100)).start()
+    gaps: list[float] = []
+    complete_runs: list[int] = []
+    try:
+        async def paced() -> int:
+            async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=paced_streams + 10)) as client:
+                expected = {}
+                for i in range(paced_streams):  # what each conversation must receive, from the raw route
+                    body = b""
+                    async with client.stream("POST", runtime.url + "/api/chat/raw", json=conversation(i)) as r:
+                        async for chunk in r.aiter_raw():
+                            body += chunk
+                    frames = [json.loads(line[6:]) for line in body.decode().split("\n") if line.startswith("data: {")]
+                    expected[i] = "".join(f["response"] for f in frames)
+                results = await asyncio.gather(*(chat(client, runtime.url, conversation(i)) for i in range(paced_streams)))
+                ok = 0
+                for i, result in enumerate(results):
+                    deltas = [e.at for e in result.events if e.name == "delta"]
+                    gaps.extend(1000 * (b - a) for a, b in zip(deltas, deltas[1:]))
+                    ok += result.terminal.name == "done" and result.text == expected[i]
+                return ok
+
+        for _ in range(repeats):
+            complete_runs.append(asyncio.run(paced()))
+    finally:
+        runtime.stop()
+    return {
+        "tokens_per_second": {path: spread(values) for path, values in rates.items()},
+        "paced_streams": paced_streams,
+        "paced_complete_and_own_content": complete_runs,
+        "paced_inter_token_ms": {"p50": percentile(gaps, 50), "p99": percentile(gaps, 99), "expected": 25.0},
+    }
+
+
+# --- 5. Import time inside Pyodide -------------------------------------------------------------
+
+
+def bench_import(repeats: int) -> dict[str, Any]:
+    node = ROOT / ".venv" / "bin" / "node"
+    output = subprocess.run([str(node), str(ROOT / "bench" / "import_time.mjs"), str(repeats)], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300, check=True).stdout
+    return json.loads(output.strip().splitlines()[-1])
+
+
+# --- charts and report -------------------------------------------------------------------------
+
+
+def draw(results: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if "cpu" in results:
+        cpu = results["cpu"]["ms_cpu_per_answer"]
+        names = ["raw_passthrough", "js_reframe", "python_reframe"]
+        labels = ["pass-through\n(/api/chat/raw)", "JS TransformStream\nre-framer", "Python re-framer\n(/api/chat)"]
+        medians = [cpu[n]["median"] for n in names]
+        errors = [[cpu[n]["median"] - cpu[n]["min"] for n in names], [cpu[n]["max"] - cpu[n]["median"] for n in names]]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.bar(labels, medians, yerr=errors, capsize=6, color=["#9aa5b1", "#f0b429", "#2f80ed"])
+        ax.set_ylabel("workerd CPU ms per 1,000-token answer")
+        ax.set_title("Worker CPU per answer (median, min-max over runs)")
+        for x, value in enumerate(medians):
+            ax.text(x, value, f"{value:.0f}", ha="center", va="bottom")
+        fig.tight_layout()
+        fig.savefig(ROOT / "docs" / "bench-cpu.png", dpi=110)
+        plt.close(fig)
+    if "latency" in results:
+        added = results["latency"]["samples_added_ms"]
+        fig, ax = plt.subplots(figsize=(7, 4))
+        ax.hist(added, bins=60, color="#2f80ed")
+        ax.axvline(results["latency"]["added_ms"]["p99"], color="#d64545", linestyle="--", label="p99")
+        ax.set_xlabel("arrival on /api/chat minus arrival on /api/chat/raw, per token (ms)")
+        ax.set_ylabel("tokens")
+        ax.set_title("Added latency of Python re-framing (paced upstream, 40 tokens/s)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(ROOT / "docs" / "bench-latency.png", dpi=110)
+        plt.close(fig)
+
+
+def environment() -> dict[str, Any]:
+    def version(command: list[str]) -> str:
+        try:
+            return subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.strip().splitlines()[-1]
+        except (OSError, IndexError, subprocess.SubprocessError):
+            return "unknown"
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines() if line.startswith("model name")), "unknown")
+    return {
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "machine": f"{platform.machine()}, {cpu}, {len(Path('/proc/cpuinfo').read_text().split('processor')) - 1} cores",
+        "python": platform.python_version(),
+        "workerd": version([str(ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"), "--version"]),
+        "wrangler": json.loads((ROOT / "node_modules" / "wrangler" / "package.json").read_text())["version"],
+        "pyodide": json.loads((ROOT / "node_modules" / "pyodide" / "package.json").read_text())["version"],
+        "load_average_at_start": list(__import__("os").getloadavg()),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, to check the script")
+    parser.add_argument("--only", default="cpu,latency,memory,throughput,import")
+    args = parser.parse_args()
+    only = set(args.only.split(","))
+    quick = args.quick
+    results: dict[str, Any] = {"environment": environment()}
+    steps = {
+        "cpu": lambda: bench_cpu(args.repeats, 10 if quick else 40),
+        "latency": lambda: bench_latency(args.repeats, 2 if quick else 5),
+        "memory": lambda: bench_memory(args.repeats, 10_000 if quick else 100_000, 20 if quick else 100),
+        "throughput": lambda: bench_throughput(args.repeats, 20 if quick else 200),
+        "import": lambda: bench_import(5 if quick else 20),
+    }
+    for name, step in steps.items():
+        if name in only:
+            print(f"running {name} ...", flush=True)
+            results[name] = step()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=2))
+    draw(results)
+    printable = {k: v for k, v in results.items()}
+    for section in printable.values():
+        if isinstance(section, dict):
+            section.pop("samples", None)
+            section.pop("samples_added_ms", None)
+    print(json.dumps(printable, indent=2))
+
+
+if __name__ == "__main__":
+    main()

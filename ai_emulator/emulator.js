@@ -50,16 +50,23 @@ function lastUserContent(messages) {
   return "";
 }
 
+// A reply is drawn lazily from generators seeded by the conversation, so a 100,000-token
+// benchmark reply costs the emulator no memory to speak of.
 function replyFor(inputs, settings) {
   const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
-  const random = seededRandom(fnv1a(JSON.stringify(messages)));
-  let count = settings.replyTokens || 60 + Math.floor(random() * 241);
+  const seed = fnv1a(JSON.stringify(messages));
+  const tokenRandom = seededRandom(seed);
+  let count = settings.replyTokens || 60 + Math.floor(tokenRandom() * 241);
   if (Number.isInteger(inputs.max_tokens) && inputs.max_tokens > 0) count = Math.min(count, inputs.max_tokens);
-  const tokens = [];
-  for (let i = 0; i < count; i++) tokens.push(VOCABULARY[Math.floor(random() * VOCABULARY.length)]);
   const promptTokens = Math.max(1, Math.ceil(JSON.stringify(messages).length / 4));
-  const usage = { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count };
-  return { tokens, usage, random, truncated: count === inputs.max_tokens };
+  return {
+    seed,
+    count,
+    nextToken: () => VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)],
+    random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
+    usage: { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count },
+    truncated: count === inputs.max_tokens,
+  };
 }
 
 function padding(random) {
@@ -69,21 +76,20 @@ function padding(random) {
   return text;
 }
 
-function nativeFrames(reply) {
-  const frames = reply.tokens.map((token) => ({ response: token, p: padding(reply.random) }));
-  frames.push({ response: "", usage: reply.usage });
-  return frames;
+function* nativeFrames(reply) {
+  for (let i = 0; i < reply.count; i++) yield { response: reply.nextToken(), p: padding(reply.random) };
+  yield { response: "", usage: reply.usage };
 }
 
-function openaiFrames(reply, model) {
-  const id = `chatcmpl-${fnv1a(reply.tokens.join("")).toString(16)}`;
+function* openaiFrames(reply, model) {
+  const id = `chatcmpl-${reply.seed.toString(16)}`;
   const chunk = (choices, extra = {}) => ({ id, object: "chat.completion.chunk", created: 1764000000, model, choices, ...extra });
-  const frames = reply.tokens.map((token, i) =>
-    chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content: token } : { content: token }, finish_reason: null }]),
-  );
-  frames.push(chunk([{ index: 0, delta: {}, finish_reason: reply.truncated ? "length" : "stop" }]));
-  frames.push(chunk([], { usage: reply.usage }));
-  return frames;
+  for (let i = 0; i < reply.count; i++) {
+    const content = reply.nextToken();
+    yield chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content } : { content }, finish_reason: null }]);
+  }
+  yield chunk([{ index: 0, delta: {}, finish_reason: reply.truncated ? "length" : "stop" }]);
+  yield chunk([], { usage: reply.usage });
 }
 
 const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
@@ -94,12 +100,21 @@ const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string
 async function* generatedChunks(inputs, model, settings) {
   const reply = replyFor(inputs, settings);
   const frames = settings.format === "openai" ? openaiFrames(reply, model) : nativeFrames(reply);
-  frames.push("[DONE]");
   const interval = settings.tokensPerSecond > 0 ? 1000 / settings.tokensPerSecond : 0;
   const perTick = interval ? 1 : settings.framesPerChunk;
   let pending = new Uint8Array(0);
-  for (let i = 0; i < frames.length; i += perTick) {
-    const encoded = frames.slice(i, i + perTick).map(sseFrame);
+  let finished = false;
+  for (let tick = 0; !finished; tick++) {
+    const encoded = [];
+    while (encoded.length < perTick) {
+      const next = frames.next();
+      if (next.done) {
+        encoded.push(sseFrame("[DONE]"));
+        finished = true;
+        break;
+      }
+      encoded.push(sseFrame(next.value));
+    }
     const size = encoded.reduce((total, frame) => total + frame.length, pending.length);
     const joined = new Uint8Array(size);
     joined.set(pending);
@@ -108,10 +123,9 @@ async function* generatedChunks(inputs, model, settings) {
       joined.set(frame, offset);
       offset += frame.length;
     }
-    const last = i + perTick >= frames.length;
-    const cut = last ? joined.length : Math.max(1, Math.floor(joined.length * (0.4 + reply.random() * 0.6)));
+    const cut = finished ? joined.length : Math.max(1, Math.floor(joined.length * (0.4 + reply.random() * 0.6)));
     pending = joined.slice(cut);
-    if (interval && i > 0) await sleep(interval);
+    if (interval && tick > 0) await sleep(interval);
     yield joined.subarray(0, cut);
   }
 }
@@ -193,7 +207,9 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(inputs, model, settings);
     if (inputs?.stream) return streamFrom(chunks, context);
     const reply = replyFor(inputs, settings);
-    return { response: reply.tokens.join(""), usage: reply.usage };
+    let response = "";
+    for (let i = 0; i < reply.count; i++) response += reply.nextToken();
+    return { response, usage: reply.usage };
   }
 
   async fetch() {

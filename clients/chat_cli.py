@@ -1,0 +1,443 @@
+#!/usr/bin/env python3
+"""Ask the chat Worker one question and print the answer while it streams.
+
+    python clients/chat_cli.py [--url URL] [--history FILE.json] [--cancel-after N]
+                               [--timeout S] [--raw] [--token T] "question"
+
+stdout gets the answer text as it arrives, plus a final newline when the text did not
+end with one; so `... > answer.txt` keeps just the answer. stderr gets exactly one status
+line, always the last line written there:
+
+    complete chunks=N chars=M     exit 0   the stream ended with `done` ([DONE] with --raw)
+    cancelled after N chunks      exit 3   --cancel-after N: left after N chunks
+    stream_error: CODE            exit 4   an `error` event, an HTTP error, or a client code:
+                                           truncated, timeout, connection_failed,
+                                           http_error, unexpected_response, malformed_stream
+
+When the server gave a message (an `error` event, a JSON error body) it comes on the line
+before the status line, as `error: MESSAGE (request ID[, retry after S s])`. Exit status 2
+means bad usage or an unreadable --history file. `chars` counts Unicode code points.
+--timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
+--token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import codecs
+import io
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import httpx
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+MAX_LINE_CHARS = 1024 * 1024
+MAX_ERROR_BODY = 64 * 1024
+LINE_END = re.compile(r"\r\n|\r|\n")
+
+EXIT_COMPLETE, EXIT_USAGE, EXIT_CANCELLED, EXIT_STREAM_ERROR = 0, 2, 3, 4
+
+
+class TextSink(Protocol):
+    def write(self, text: str, /) -> int: ...
+    def flush(self) -> None: ...
+
+
+class MalformedStream(Exception):
+    """The body cannot be read as an event stream (a line over the cap)."""
+
+
+# --- reading the event stream (no I/O) ----------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class Event:
+    type: str
+    data: str
+
+
+class EventStreamParser:
+    """Bytes in, complete events out, per the WHATWG event-stream rules: CR, LF and CRLF
+    end lines (never str.splitlines, which also splits on U+2028), `:` starts a comment,
+    a blank line dispatches. Comments are returned as Event(type=":", data=text)."""
+
+    def __init__(self, max_line_chars: int = MAX_LINE_CHARS) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._max_line_chars = max_line_chars
+        self._fragments: list[str] = []  # the unfinished line, joined once it ends
+        self._fragments_length = 0
+        self._skip_lf = False  # the previous chunk ended in CR: a leading LF is its pair
+        self._type = ""
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[Event]:
+        """Raises MalformedStream when a line grows past the cap."""
+        return self._lines(self._decoder.decode(chunk))
+
+    def finish(self) -> list[Event]:
+        """Events completed by the end of the body (an unfinished event is dropped)."""
+        return self._lines(self._decoder.decode(b"", final=True))
+
+    def _lines(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        start = 0
+        if self._skip_lf and text:
+            start = 1 if text[0] == "\n" else 0
+            self._skip_lf = False
+        for match in LINE_END.finditer(text, start):
+            self._fragments.append(text[start:match.start()])
+            line = "".join(self._fragments)
+            self._fragments, self._fragments_length = [], 0
+            event = self._line(line)
+            if event is not None:
+                events.append(event)
+            start = match.end()
+            # A CR at the very end may be the first half of a CRLF split between chunks.
+            self._skip_lf = match.group() == "\r" and start == len(text)
+        if start < len(text):
+            self._fragments.append(text[start:])
+            self._fragments_length += len(text) - start
+            if self._fragments_length > self._max_line_chars:
+                raise MalformedStream(f"a line is over {self._max_line_chars} characters")
+        return events
+
+    def _line(self, line: str) -> Event | None:
+        if not line:
+            event = Event(type=self._type or "message", data="\n".join(self._data)) if self._data else None
+            self._type, self._data = "", []
+            return event
+        if line.startswith(":"):
+            return Event(type=":", data=line[1:].strip())
+        field, colon, value = line.partition(":")
+        if colon and value.startswith(" "):
+            value = value[1:]
+        if field == "event":
+            self._type = value
+        elif field == "data":
+            self._data.append(value)
+        return None  # id, retry and unknown fields: nothing this client uses
+
+
+@dataclass(frozen=True, kw_only=True)
+class Outcome:
+    kind: str  # "complete", "cancelled" or "error"
+    chunks: int
+    chars: int
+    code: str | None = None
+    message: str | None = None
+    request_id: str | None = None
+    retry_after: str | None = None
+
+    @property
+    def status_line(self) -> str:
+        if self.kind == "complete":
+            return f"complete chunks={self.chunks} chars={self.chars}"
+        if self.kind == "cancelled":
+            return f"cancelled after {self.chunks} chunks"
+        return f"stream_error: {self.code}"
+
+    @property
+    def exit_code(self) -> int:
+        return {"complete": EXIT_COMPLETE, "cancelled": EXIT_CANCELLED}.get(self.kind, EXIT_STREAM_ERROR)
+
+
+class AnswerReader:
+    """Reads one answer's events; `text_of` returns the answer text an event adds, and
+    `ending` the outcome a terminal event brings. Subclasses know one wire format."""
+
+    def __init__(self) -> None:
+        self.chunks = 0
+        self.chars = 0
+        self.request_id: str | None = None
+
+    def take(self, event: Event) -> tuple[str, Outcome | None]:
+        text, outcome = self._interpret(event)
+        if text:
+            self.chunks += 1
+            self.chars += len(text)  # code points, as the protocol's `chars`
+        return text, outcome
+
+    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+        raise NotImplementedError
+
+    def outcome(self, kind: str, **fields: Any) -> Outcome:
+        fields.setdefault("request_id", self.request_id)
+        return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, **fields)
+
+
+class ProtocolReader(AnswerReader):
+    """This project's protocol (docs/protocol.md): meta, delta, reasoning, done, error."""
+
+    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+        try:
+            data = json.loads(event.data)
+        except ValueError:
+            raise MalformedStream("an event's data is not JSON") from None
+        if not isinstance(data, dict):
+            raise MalformedStream("an event's data is not an object")
+        if event.type == "meta" and isinstance(data.get("request_id"), str):
+            self.request_id = data["request_id"]
+        elif event.type == "delta" and isinstance(data.get("text"), str):
+            return data["text"], None
+        elif event.type == "done":
+            return "", self.outcome("complete")
+        elif event.type == "error":
+            code = data.get("code") if isinstance(data.get("code"), str) else "internal_error"
+            message = data.get("message") if isinstance(data.get("message"), str) else None
+            return "", self.outcome("error", code=code, message=message, request_id=data.get("request_id") or self.request_id)
+        return "", None  # reasoning is not printed; unknown events are ignored (rule 3)
+
+
+class RawReader(AnswerReader):
+    """/api/chat/raw: Workers AI's own frames, `data: {"response": ...}` and `data: [DONE]`
+    (OpenAI-style `chat.completion.chunk` frames are read too). Without [DONE] the answer
+    is not complete: raw frames have no error event."""
+
+    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+        if event.data.strip() == "[DONE]":
+            return "", self.outcome("complete")
+        try:
+            frame = json.loads(event.data)
+        except ValueError:
+            return "", None
+        if not isinstance(frame, dict):
+            return "", None
+        response = frame.get("response")
+        if isinstance(response, str):
+            return response, None
+        if isinstance(response, int | float) and not isinstance(response, bool):
+            return str(response), None
+        choices = frame.get("choices")
+        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+            delta = choices[0].get("delta")
+            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+                return delta["content"], None
+        return "", None
+
+
+# --- the request --------------------------------------------------------------------------
+
+
+class TimedOut(Exception):
+    pass
+
+
+class Deadline:
+    """The time left to wait for the next event; None waits for ever."""
+
+    def __init__(self, seconds: float | None) -> None:
+        self._seconds = seconds
+        self._at = 0.0
+        self.restart()
+
+    def restart(self) -> None:
+        if self._seconds is not None:
+            self._at = time.monotonic() + self._seconds
+
+    async def wait(self, awaitable: Any) -> Any:
+        if self._seconds is None:
+            return await awaitable
+        left = self._at - time.monotonic()
+        try:
+            if left <= 0:
+                raise TimeoutError
+            return await asyncio.wait_for(awaitable, left)
+        except TimeoutError:
+            raise TimedOut from None
+
+
+async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
+    body = b""
+    chunks = response.aiter_bytes()
+    try:
+        while len(body) <= MAX_ERROR_BODY:
+            body += await deadline.wait(anext(chunks))
+    except (StopAsyncIteration, TimedOut, httpx.TransportError):
+        pass  # what arrived is all there is to read
+    code, message, request_id = "http_error", f"The server answered {response.status_code}.", response.headers.get("x-request-id")
+    try:
+        payload = json.loads(body)
+        if isinstance(payload.get("error", {}).get("code"), str):
+            code = payload["error"]["code"]
+            message = payload["error"].get("message") or message
+            request_id = payload.get("request_id") or request_id
+    except (ValueError, AttributeError):
+        pass  # not our JSON error: keep http_error
+    return Outcome(kind="error", chunks=0, chars=0, code=code, message=message, request_id=request_id,
+                   retry_after=response.headers.get("retry-after"))
+
+
+async def ask(
+    url: str, messages: list[dict[str, str]], *, out: TextSink, raw: bool = False, token: str | None = None,
+    cancel_after: int | None = None, timeout: float | None = None,
+) -> Outcome:
+    """Stream one answer to `out`; returns how it ended. Never raises for network or
+    server behaviour."""
+    path = "/api/chat/raw" if raw else "/api/chat"
+    headers = {"accept": "text/event-stream", "content-type": "application/json"}
+    if token:
+        headers["authorization"] = f"Bearer {token}"
+    reader: AnswerReader = RawReader() if raw else ProtocolReader()
+    parser = EventStreamParser()
+    deadline = Deadline(timeout)
+    # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
+    async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
+        request = client.build_request("POST", url.rstrip("/") + path, json={"messages": messages}, headers=headers)
+        try:
+            response = await deadline.wait(client.send(request, stream=True))
+        except TimedOut:
+            return reader.outcome("error", code="timeout")
+        except httpx.TransportError as error:
+            return reader.outcome("error", code="connection_failed", message=type(error).__name__)
+        try:
+            reader.request_id = response.headers.get("x-request-id")
+            if response.status_code != 200:
+                return await http_error(response, deadline)
+            if not response.headers.get("content-type", "").startswith("text/event-stream"):
+                return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
+            return await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        finally:
+            await response.aclose()
+
+
+async def _read_answer(
+    chunks: AsyncIterator[bytes], parser: EventStreamParser, reader: AnswerReader, deadline: Deadline,
+    out: TextSink, cancel_after: int | None,
+) -> Outcome:
+    ended = False
+    try:
+        while not ended:
+            try:
+                chunk = await deadline.wait(anext(chunks))
+                events = parser.feed(chunk)
+            except StopAsyncIteration:
+                events, ended = parser.finish(), True
+            for event in events:
+                if event.type == ":":
+                    continue  # a keep-alive comment is not an event
+                deadline.restart()
+                text, outcome = reader.take(event)
+                if text:
+                    out.write(text)
+                    out.flush()
+                if outcome is not None:
+                    return outcome  # rule 2: nothing after a terminal event is read
+                if cancel_after is not None and reader.chunks >= cancel_after:
+                    return reader.outcome("cancelled")  # closing the response cancels upstream
+    except TimedOut:
+        return reader.outcome("error", code="timeout")
+    except MalformedStream as error:
+        return reader.outcome("error", code="malformed_stream", message=str(error))
+    except httpx.TransportError:
+        pass  # the connection broke mid-body: the same as an end with no terminal event
+    return reader.outcome("error", code="truncated")
+
+
+# --- the command line ---------------------------------------------------------------------
+
+
+class HistoryError(ValueError):
+    """The --history file is not a list of messages."""
+
+
+def read_history(path: Path) -> list[dict[str, str]]:
+    """Earlier turns: a JSON list of {"role", "content"} objects, or {"messages": [...]}.
+    Raises OSError, or ValueError (HistoryError, JSONDecodeError) saying what is wrong."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(payload, dict):
+        payload = payload.get("messages")
+    if not isinstance(payload, list):
+        raise HistoryError("expected a list of messages, or an object with \"messages\"")
+    history = []
+    for index, message in enumerate(payload):
+        if not (isinstance(message, dict) and isinstance(message.get("role"), str) and isinstance(message.get("content"), str)):
+            raise HistoryError(f"message {index} needs string \"role\" and \"content\"")
+        history.append({"role": message["role"], "content": message["content"]})
+    return history
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Ask the chat Worker a question; the answer streams to stdout, one status line to stderr.",
+        epilog="exit status: 0 complete, 3 cancelled, 4 stream error, 2 usage",
+    )
+    parser.add_argument("question")
+    parser.add_argument("--url", default=DEFAULT_URL, help=f"the Worker (default {DEFAULT_URL})")
+    parser.add_argument("--history", type=Path, metavar="FILE.json", help="earlier turns, sent before the question")
+    parser.add_argument("--cancel-after", type=positive_int, metavar="N", help="leave after N chunks of text")
+    parser.add_argument("--timeout", type=positive_float, metavar="S", help="give up when no event comes for S seconds")
+    parser.add_argument("--raw", action="store_true", help="read /api/chat/raw (Workers AI's own frames)")
+    parser.add_argument("--token", default=os.environ.get("CHAT_TOKEN"), help="bearer token (default: $CHAT_TOKEN)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    history: list[dict[str, str]] = []
+    if args.history is not None:
+        try:
+            history = read_history(args.history)
+        except (OSError, ValueError) as problem:
+            print(f"chat_cli: --history {args.history}: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+    # Model text may hold a lone surrogate (docs/protocol.md): print it as U+FFFD, not a crash.
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="replace")
+    writer = _TrackingWriter(sys.stdout)
+    outcome = asyncio.run(ask(
+        args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
+        token=args.token, cancel_after=args.cancel_after, timeout=args.timeout,
+    ))
+    if writer.needs_newline:
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    if outcome.message or outcome.retry_after:
+        details = ", ".join(part for part in (
+            f"request {outcome.request_id}" if outcome.request_id else "",
+            f"retry after {outcome.retry_after} s" if outcome.retry_after else "",
+        ) if part)
+        print(f"error: {outcome.message or outcome.code}" + (f" ({details})" if details else ""), file=sys.stderr)
+    print(outcome.status_line, file=sys.stderr, flush=True)
+    return outcome.exit_code
+
+
+class _TrackingWriter:
+    """Writes through to a stream and remembers whether the text so far ends a line."""
+
+    def __init__(self, stream: TextSink) -> None:
+        self._stream = stream
+        self.needs_newline = False
+
+    def write(self, text: str) -> int:
+        self.needs_newline = not text.endswith("\n")
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+// The chat page: keeps the conversation in the page, streams each answer with
+// chat-stream.js, and renders model text as text (text nodes only, never HTML).
+import { streamChat } from "./chat-stream.js";
+
+const $ = (id) => document.getElementById(id);
+const form = $("composer");
+const input = $("input");
+const sendButton = $("send");
+const stopButton = $("stop");
+const messagesList = $("messages");
+const transcript = $("transcript");
+const statusLine = $("status");
+const modelLine = $("model");
+const emptyHint = $("empty");
+
+// The settled turns sent as context with each request. Only complete answers are added:
+// a stopped, failed or cut-off answer stays on screen but is not sent back to the model.
+const conversation = [];
+const turnOf = new WeakMap(); // assistant message element -> {turn, userItem} it answers
+let active = null; // {controller} while an answer streams
+let retryTimer = null; // the countdown of a rate-limited Retry
+
+// Codes with their own wording; any other code shows the server's (generic) message.
+const BEFORE_STREAM_TEXT = {
+  payload_too_large: "Your message is too long. Shorten it and send it again.",
+  rate_limited: "Too many requests right now.",
+  unauthorized: "This server needs an access token, which this page cannot send.",
+  origin_not_allowed: "This page is not allowed to use the chat API.",
+  model_unavailable: "The model is not available right now.",
+  upstream_timeout: "The model did not start answering in time.",
+  network_error: "Could not reach the server. Check your connection.",
+};
+// Retrying cannot help these: the same request would be refused the same way.
+const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_json", "unsupported_media_type", "unauthorized", "origin_not_allowed"]);
+// These mean the model never saw the turn, so it leaves the conversation and goes back
+// into the input box to be edited.
+const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
+
+function addMessage(role, text) {
+  emptyHint.hidden = true;
+  const item = document.createElement("li");
+  item.className = `message ${role}`;
+  const author = document.createElement("span");
+  author.className = "author";
+  author.textContent = role === "user" ? "You" : "Assistant";
+  const content = document.createElement("p");
+  content.className = "content";
+  content.textContent = text; // text, never HTML
+  item.append(author, content);
+  messagesList.append(item);
+  scrollToEnd(true);
+  return item;
+}
+
+function nearEnd() {
+  return transcript.scrollHeight - transcript.scrollTop - transcript.clientHeight < 80;
+}
+
+function scrollToEnd(force = false) {
+  if (force || nearEnd()) transcript.scrollTop = transcript.scrollHeight;
+}
+
+function setStreaming(streaming) {
+  sendButton.disabled = streaming;
+  stopButton.hidden = !streaming;
+  stopButton.disabled = !streaming;
+  messagesList.setAttribute("aria-busy", String(streaming));
+  if (streaming) statusLine.textContent = "The assistant is answering.";
+}
+
+function clearRetries() {
+  clearInterval(retryTimer);
+  retryTimer = null;
+  for (const button of messagesList.querySelectorAll("button.retry")) button.remove();
+}
+
+function showNotice(item, text, { quiet = false, requestId = null, retry = false, retryAfter = 0 } = {}) {
+  const notice = document.createElement("p");
+  notice.className = quiet ? "notice quiet" : "notice";
+  notice.setAttribute("role", quiet ? "status" : "alert");
+  const message = document.createElement("span");
+  message.className = "notice-text";
+  message.textContent = text;
+  notice.append(message);
+  if (requestId) {
+    const id = document.createElement("span");
+    id.className = "request-id";
+    id.textContent = `request ${requestId}`;
+    notice.append(id);
+  }
+  if (retry) notice.append(retryButton(item, retryAfter));
+  item.append(notice);
+  scrollToEnd();
+}
+
+function retryButton(item, waitSeconds) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "retry";
+  button.textContent = "Retry";
+  button.addEventListener("click", () => {
+    if (active) return;
+    item.querySelector(".notice")?.remove();
+    answer(item);
+  });
+  if (waitSeconds > 0) {
+    // Honour Retry-After: the button wakes up when the server said it may be asked again.
+    let left = waitSeconds;
+    button.disabled = true;
+    button.textContent = `Retry in ${left} s`;
+    retryTimer = setInterval(() => {
+      left -= 1;
+      if (left > 0) {
+        button.textContent = `Retry in ${left} s`;
+        return;
+      }
+      clearInterval(retryTimer);
+      retryTimer = null;
+      button.disabled = false;
+      button.textContent = "Retry";
+    }, 1000);
+  }
+  return button;
+}
+
+async function send(text) {
+  const turn = { role: "user", content: text };
+  conversation.push(turn);
+  const userItem = addMessage("user", text);
+  const assistantItem = addMessage("assistant", "");
+  turnOf.set(assistantItem, { turn, userItem });
+  await answer(assistantItem);
+}
+
+/** Streams the answer to the conversation as it is into `item` (also used by Retry). */
+async function answer(item) {
+  clearRetries();
+  const controller = new AbortController();
+  active = { controller };
+  setStreaming(true);
+  const content = item.querySelector(".content");
+  const text = document.createTextNode("");
+  content.replaceChildren(text);
+  item.dataset.state = "waiting";
+  delete item.dataset.outcome;
+
+  const outcome = await streamChat(conversation.slice(), {
+    signal: controller.signal,
+    onMeta: (meta) => {
+      item.dataset.requestId = meta.request_id;
+      modelLine.textContent = meta.model;
+    },
+    onDelta: (piece) => {
+      const follow = nearEnd();
+      item.dataset.state = "streaming";
+      text.appendData(piece); // a text node: markup in model output stays text
+      if (follow) scrollToEnd(true);
+    },
+  });
+
+  active = null;
+  item.dataset.state = "settled";
+  item.dataset.outcome = outcome.kind;
+  setStreaming(false);
+  settle(item, outcome);
+  if (document.activeElement === document.body || document.activeElement === stopButton) input.focus();
+}
+
+function settle(item, outcome) {
+  const requestId = outcome.requestId;
+  switch (outcome.kind) {
+    case "complete":
+      if (outcome.text.trim()) {
+        conversation.push({ role: "assistant", content: outcome.text });
+        statusLine.textContent = "The answer is complete.";
+      } else {
+        showNotice(item, "The model returned an empty answer.", { retry: true, requestId });
+        statusLine.textContent = "The model returned an empty answer.";
+      }
+      return;
+    case "cancelled":
+      showNotice(item, "Stopped.", { quiet: true, retry: true });
+      statusLine.textContent = "Stopped.";
+      return;
+    case "truncated":
+      showNotice(item, "The answer was cut off: the connection ended before it was complete.", { retry: true, requestId });
+      statusLine.textContent = "The answer was cut off.";
+      return;
+    case "error":
+      if (outcome.status === 200) {
+        // An `error` event: keep any partial text, marked incomplete.
+        const partial = outcome.text ? " The text above is incomplete." : "";
+        showNotice(item, `The answer failed: ${outcome.message}${partial}`, { retry: true, requestId });
+      } else {
+        settleRefusal(item, outcome);
+      }
+      statusLine.textContent = "The answer failed.";
+      return;
+    default:
+      throw new Error(`unknown outcome ${outcome.kind}`);
+  }
+}
+
+/** A non-200 answer: the Worker refused or could not start the turn. */
+function settleRefusal(item, outcome) {
+  let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
+  if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
+  const retry = !NOT_RETRYABLE.has(outcome.code);
+  showNotice(item, text, { retry, requestId: outcome.requestId, retryAfter: outcome.retryAfter || 0 });
+  const { turn, userItem } = turnOf.get(item) ?? {};
+  if (REFUSED_TURN.has(outcome.code) && turn && conversation.at(-1) === turn) {
+    conversation.pop();
+    userItem.classList.add("refused");
+    if (!input.value) {
+      input.value = turn.content;
+      fitInput();
+    }
+  }
+}
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  if (active) return; // one answer at a time
+  const text = input.value;
+  if (!text.trim()) {
+    input.focus();
+    return;
+  }
+  input.value = "";
+  fitInput();
+  send(text);
+});
+
+input.addEventListener("keydown", (event) => {
+  // Enter sends, Shift+Enter adds a newline; Enter that confirms an IME composition does neither.
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+  event.preventDefault();
+  if (!active) form.requestSubmit();
+});
+
+function fitInput() {
+  input.style.height = "auto";
+  input.style.height = `${input.scrollHeight + 2}px`;
+}
+input.addEventListener("input", fitInput);
+
+stopButton.addEventListener("click", () => active?.controller.abort());
+
+// Leaving the page stops generation upstream instead of letting the model write to no one.
+window.addEventListener("pagehide", () => active?.controller.abort());
+
+input.focus();

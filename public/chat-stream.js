@@ -1,0 +1,254 @@
+// Reads one chat turn from the Worker's /api/chat stream (docs/protocol.md), for any
+// frontend: `import { streamChat } from "/chat-stream.js"`. No dependencies, no build.
+//
+//   const outcome = await streamChat(messages, {
+//     signal: controller.signal,            // abort = stop generation upstream
+//     onMeta: (meta) => {},                 // {request_id, model}
+//     onDelta: (text, all) => {},           // each piece of answer text, and the text so far
+//     onReasoning: (text) => {},
+//     onPing: () => {},
+//   });
+//
+// `streamChat` never rejects for anything the network or the server does; it resolves to
+// one outcome:
+//   {kind: "complete",  text, chunks, requestId, model, done}       a `done` event arrived
+//   {kind: "error",     text, chunks, requestId, code, message,
+//                       status, retryAfter}                         an `error` event, or a
+//                                                                   non-200 JSON error
+//   {kind: "truncated", text, chunks, requestId}                    the body ended (or broke)
+//                                                                   with no terminal event
+//   {kind: "cancelled", text, chunks, requestId}                    the signal aborted it
+// `status` is the HTTP status (200 for an `error` event); `retryAfter` is the seconds a 429
+// asks to wait, or null. Codes made up by this module, not the server: `network_error`
+// (no response), `http_error` (a non-200 without our JSON body), `unexpected_response`
+// (a 200 that is not an event stream), `malformed_stream` (a frame that is not JSON, or
+// a line over `maxLineLength`).
+
+const DEFAULT_MAX_LINE = 1024 * 1024; // the Worker's own cap per upstream line
+
+/** A line splitter for the event-stream format: CR, LF and CRLF all end a line. */
+class LineSplitter {
+  constructor(maxLineLength) {
+    this.maxLineLength = maxLineLength;
+    this.fragments = []; // pieces of the unfinished line, joined once it ends
+    this.fragmentsLength = 0;
+    this.skipLeadingLF = false; // the last chunk ended in CR: a LF next is the same line end
+  }
+
+  /** Returns the complete lines in `text`; throws MalformedStream for an overlong line. */
+  feed(text) {
+    const lines = [];
+    let start = 0;
+    if (this.skipLeadingLF && text.length > 0) {
+      if (text.charCodeAt(0) === 10) start = 1;
+      this.skipLeadingLF = false;
+    }
+    for (let i = start; i < text.length; i++) {
+      const code = text.charCodeAt(i);
+      if (code !== 10 && code !== 13) continue;
+      this.fragments.push(text.slice(start, i));
+      lines.push(this.fragments.join(""));
+      this.fragments = [];
+      this.fragmentsLength = 0;
+      if (code === 13) {
+        if (i + 1 === text.length) this.skipLeadingLF = true;
+        else if (text.charCodeAt(i + 1) === 10) i += 1;
+      }
+      start = i + 1;
+    }
+    if (start < text.length) {
+      this.fragments.push(text.slice(start));
+      this.fragmentsLength += text.length - start;
+      if (this.fragmentsLength > this.maxLineLength) throw new MalformedStream("line too long");
+    }
+    return lines;
+  }
+}
+
+class MalformedStream extends Error {}
+
+/** Turns event-stream lines into {type, data} events and comments (WHATWG rules). */
+class EventAssembler {
+  constructor() {
+    this.type = "";
+    this.data = [];
+  }
+
+  /** Returns an event when `line` completes one, a {comment} for a comment line, or null. */
+  line(line) {
+    if (line === "") {
+      const event = this.data.length ? { type: this.type || "message", data: this.data.join("\n") } : null;
+      this.type = "";
+      this.data = [];
+      return event;
+    }
+    if (line.charCodeAt(0) === 58 /* ":" */) return { comment: line.slice(1).trim() };
+    const colon = line.indexOf(":");
+    const field = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.charCodeAt(0) === 32) value = value.slice(1);
+    if (field === "event") this.type = value;
+    else if (field === "data") this.data.push(value);
+    // id and retry are never sent by the Worker; unknown fields are ignored (rule 3).
+    return null;
+  }
+}
+
+function retryAfterSeconds(header) {
+  if (!header) return null;
+  const seconds = Number(header.trim());
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds);
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? null : Math.max(0, Math.ceil((date - Date.now()) / 1000));
+}
+
+async function errorFromResponse(response) {
+  const outcome = {
+    kind: "error",
+    status: response.status,
+    code: "http_error",
+    message: `The server answered ${response.status}.`,
+    requestId: response.headers.get("x-request-id"),
+    retryAfter: retryAfterSeconds(response.headers.get("retry-after")),
+  };
+  try {
+    const body = await response.json();
+    if (body && body.error && typeof body.error.code === "string") {
+      outcome.code = body.error.code;
+      if (typeof body.error.message === "string") outcome.message = body.error.message;
+      if (typeof body.request_id === "string") outcome.requestId = body.request_id;
+    }
+  } catch {
+    // Not our JSON (a proxy's error page, say): keep the generic http_error.
+  }
+  return outcome;
+}
+
+/**
+ * POST `messages` ([{role, content}, ...], the last from the user) to the chat endpoint
+ * and read the answer as it streams. Resolves to an outcome (see the top of this file);
+ * rejects only for a bad argument or when a callback throws.
+ */
+export async function streamChat(messages, options = {}) {
+  if (!Array.isArray(messages)) throw new TypeError("messages must be an array");
+  const {
+    url = "/api/chat",
+    signal,
+    headers = {},
+    extra = {}, // more request fields, e.g. {max_tokens: 200}
+    maxLineLength = DEFAULT_MAX_LINE,
+    onMeta = () => {},
+    onDelta = () => {},
+    onReasoning = () => {},
+    onPing = () => {},
+  } = options;
+
+  const state = { text: "", chunks: 0, requestId: null, model: null };
+  const ending = (kind, fields = {}) => ({
+    kind, text: state.text, chunks: state.chunks, requestId: state.requestId, ...fields,
+  });
+  const aborted = () => Boolean(signal && signal.aborted);
+
+  let response;
+  try {
+    response = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+      body: JSON.stringify({ ...extra, messages }),
+      signal,
+      cache: "no-store",
+    });
+  } catch {
+    if (aborted()) return ending("cancelled");
+    return ending("error", { status: 0, code: "network_error", message: "Could not reach the server.", retryAfter: null });
+  }
+  state.requestId = response.headers.get("x-request-id");
+  if (!response.ok) return { ...ending("error"), ...(await errorFromResponse(response)) };
+  const contentType = response.headers.get("content-type") || "";
+  if (!contentType.startsWith("text/event-stream") || !response.body) {
+    response.body?.cancel().catch(() => {});
+    return ending("error", { status: response.status, code: "unexpected_response", message: "The server did not answer with an event stream.", retryAfter: null });
+  }
+
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder("utf-8"); // replaces invalid bytes with U+FFFD, never throws
+  const splitter = new LineSplitter(maxLineLength);
+  const assembler = new EventAssembler();
+
+  // Handles one complete event; returns the outcome when it is terminal, else null.
+  const handle = (event) => {
+    let data;
+    try {
+      data = JSON.parse(event.data);
+    } catch {
+      throw new MalformedStream("data is not JSON");
+    }
+    if (data === null || typeof data !== "object") throw new MalformedStream("data is not an object");
+    switch (event.type) {
+      case "meta":
+        state.requestId = typeof data.request_id === "string" ? data.request_id : state.requestId;
+        state.model = typeof data.model === "string" ? data.model : null;
+        onMeta(data);
+        return null;
+      case "delta":
+        if (typeof data.text !== "string") return null;
+        state.text += data.text;
+        state.chunks += 1;
+        onDelta(data.text, state.text);
+        return null;
+      case "reasoning":
+        if (typeof data.text === "string") onReasoning(data.text);
+        return null;
+      case "done":
+        return ending("complete", { model: state.model, done: data });
+      case "error":
+        return ending("error", {
+          status: response.status,
+          code: typeof data.code === "string" ? data.code : "internal_error",
+          message: typeof data.message === "string" ? data.message : "The stream failed.",
+          requestId: typeof data.request_id === "string" ? data.request_id : state.requestId,
+          retryAfter: null,
+        });
+      default:
+        return null; // an event type this client does not know (rule 3)
+    }
+  };
+
+  const readLines = (text) => {
+    for (const line of splitter.feed(text)) {
+      const event = assembler.line(line);
+      if (event === null) continue;
+      if ("comment" in event) {
+        if (event.comment === "ping") onPing();
+        continue;
+      }
+      const outcome = handle(event);
+      if (outcome) return outcome;
+    }
+    return null;
+  };
+
+  try {
+    for (;;) {
+      let chunk;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // An abort rejects the read; so does a connection that breaks mid-body.
+        return aborted() ? ending("cancelled") : ending("truncated");
+      }
+      if (chunk.done) {
+        // Flush a character split at the very end; an unfinished event is not dispatched.
+        const outcome = readLines(decoder.decode());
+        return outcome || (aborted() ? ending("cancelled") : ending("truncated"));
+      }
+      const outcome = readLines(decoder.decode(chunk.value, { stream: true }));
+      if (outcome) return outcome; // rule 2: nothing follows a terminal event
+    }
+  } catch (error) {
+    if (!(error instanceof MalformedStream)) throw error; // a bug in a callback: surface it
+    return ending("error", { status: response.status, code: "malformed_stream", message: "The answer could not be read.", retryAfter: null });
+  } finally {
+    reader.cancel().catch(() => {}); // releases the connection; a no-op once it has ended
+  }
+}

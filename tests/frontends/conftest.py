@@ -1,0 +1,97 @@
+"""Fixtures for the frontend tests: the page driven in headless Chromium, the CLI run as a
+process. Both run against the real local runtime from tests/conftest.py's pool."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
+
+NODE = ROOT / ".venv" / "bin" / "node"
+DRIVER = Path(__file__).with_name("page_driver.mjs")
+CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
+CLI = ROOT / "clients" / "chat_cli.py"
+
+
+@dataclass
+class PageRun:
+    """One driver run: the scenarios' reports and where the runtime's log stood before."""
+
+    runtime: LocalRuntime
+    mark: int
+    reports: dict[str, dict[str, Any]]
+
+    def report(self, scenario: str) -> dict[str, Any]:
+        """The scenario's report, checked to have run to its end on a page that loaded."""
+        report = self.reports[scenario]
+        assert "failed" not in report, report["failed"]
+        assert report["pageStatus"] == 200 and report["pageErrors"] == [], report
+        return report
+
+
+def drive_pages(url: str, scenarios: tuple[str, ...], screenshot: Path | None = None) -> dict[str, dict[str, Any]]:
+    if not CHROMIUM.exists():
+        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium")
+    command = [str(NODE), str(DRIVER), url, ",".join(scenarios)]
+    if screenshot is not None:
+        command.append(str(screenshot))
+    # The driver stops itself (and its browser) after 60 s; the timeout here is a backstop.
+    finished = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = finished.stdout.strip().split("\n")  # not splitlines: JSON may hold U+2028
+    if not lines:
+        pytest.fail(f"the page driver printed nothing (exit {finished.returncode}):\n{finished.stderr}")
+    result = json.loads(lines[-1])
+    assert "failed" not in result, f"{result['failed']}\n{finished.stderr}"
+    return result["scenarios"]
+
+
+@pytest.fixture(scope="session")
+def page_runs() -> dict[tuple[str, tuple[str, ...]], PageRun]:
+    return {}
+
+
+@pytest.fixture
+def run_pages(start_runtime, page_runs) -> Callable[..., PageRun]:
+    """Run page scenarios side by side against a runtime, once per session: the tests that
+    share a run each assert on their own scenario's report."""
+
+    def run(options: RuntimeOptions, scenarios: tuple[str, ...], screenshot: Path | None = None) -> PageRun:
+        runtime = start_runtime(options)
+        key = (runtime.url, scenarios)
+        if key not in page_runs:
+            mark = len(runtime.lines)
+            page_runs[key] = PageRun(runtime, mark, drive_pages(runtime.url, scenarios, screenshot))
+        return page_runs[key]
+
+    return run
+
+
+@dataclass(frozen=True)
+class CliRun:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    @property
+    def status(self) -> str:
+        """The status line: the last line on stderr."""
+        lines = self.stderr.rstrip("\n").split("\n")
+        assert lines != [""], "the CLI wrote no status line"
+        return lines[-1]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> CliRun:
+    finished = subprocess.run(
+        [sys.executable, str(CLI), *args], check=False, cwd=ROOT, capture_output=True, timeout=timeout,
+        env={**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", **(env or {})},
+    )
+    return CliRun(finished.returncode, finished.stdout.decode(), finished.stderr.decode())

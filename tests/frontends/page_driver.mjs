@@ -1,0 +1,278 @@
+// Drives the chat page in Debian's headless Chromium with playwright-core, for
+// tests/frontends/test_page.py:
+//
+//   node tests/frontends/page_driver.mjs BASE_URL SCENARIO[,SCENARIO...] [SCREENSHOT_FILE]
+//
+// The scenarios run side by side, each in its own page of one browser. A scenario only
+// acts and observes; the driver prints one JSON line, {"scenarios": {name: report}}, and
+// the pytest side makes the assertions (together with the runtime's log lines). Exit
+// status 0 when every scenario ran to its end, 1 when a step failed (its report then has
+// `failed`). The process ends itself after WATCHDOG_MS, taking the browser with it.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const { chromium } = require("playwright-core");
+
+const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+];
+const WATCHDOG_MS = 60_000;
+const STEP_MS = 20_000;
+
+// --- page helpers -----------------------------------------------------------------------
+
+const lastAnswer = (page) => page.locator("li.message.assistant").last();
+const messageBox = (page) => page.getByRole("textbox", { name: "Message" });
+
+async function ask(page, text) {
+  await messageBox(page).fill(text);
+  await messageBox(page).press("Enter");
+}
+
+async function waitForFirstText(page) {
+  await page.waitForFunction(() => {
+    const answers = document.querySelectorAll("li.message.assistant .content");
+    return answers.length > 0 && answers[answers.length - 1].textContent.length > 0;
+  }, null, { timeout: STEP_MS, polling: 5 });
+}
+
+async function waitSettled(page) {
+  await page.waitForFunction(() => {
+    const answers = document.querySelectorAll("li.message.assistant");
+    return answers.length > 0 && answers[answers.length - 1].dataset.state === "settled";
+  }, null, { timeout: STEP_MS });
+}
+
+async function answerState(page) {
+  const answer = lastAnswer(page);
+  const notice = answer.locator(".notice-text");
+  const retry = answer.getByRole("button", { name: /^Retry/ });
+  return {
+    outcome: await answer.getAttribute("data-outcome"),
+    requestId: await answer.getAttribute("data-request-id"),
+    text: await answer.locator(".content").textContent(),
+    notice: (await notice.count()) ? await notice.textContent() : null,
+    retry: (await retry.count()) ? { label: await retry.textContent(), disabled: await retry.isDisabled() } : null,
+    sendDisabled: await page.getByRole("button", { name: "Send" }).isDisabled(),
+    stopVisible: await page.getByRole("button", { name: "Stop" }).isVisible(),
+  };
+}
+
+// Records the length of the streaming answer's text on every change, with a timestamp,
+// so the test can see that text grew in steps while the answer was still streaming.
+async function recordGrowth(page) {
+  await page.evaluate(() => {
+    window.__growth = [];
+    new MutationObserver(() => {
+      const answers = document.querySelectorAll("li.message.assistant");
+      const answer = answers[answers.length - 1];
+      if (!answer) return;
+      const length = answer.querySelector(".content").textContent.length;
+      const samples = window.__growth;
+      if (!samples.length || samples[samples.length - 1].length !== length || samples[samples.length - 1].state !== answer.dataset.state) {
+        samples.push({ at: performance.now(), length, state: answer.dataset.state });
+      }
+    }).observe(document.getElementById("messages"), { subtree: true, childList: true, characterData: true, attributes: true });
+  });
+}
+
+function chatBodies(page) {
+  const bodies = [];
+  page.on("request", (request) => {
+    if (request.method() === "POST" && new URL(request.url()).pathname === "/api/chat") bodies.push(request.postDataJSON());
+  });
+  return bodies;
+}
+
+// --- scenarios ----------------------------------------------------------------------------
+
+const scenarios = {
+  /** Two turns typed with the keyboard; how the first answer grew; a screenshot. */
+  async answer(page, report, screenshot) {
+    const bodies = chatBodies(page);
+    report.labels = {
+      message: await messageBox(page).count(),
+      send: await page.getByRole("button", { name: "Send" }).count(),
+      log: await page.getByRole("log").count(),
+      logLive: await page.getByRole("log").getAttribute("aria-live"),
+    };
+    await recordGrowth(page);
+    await messageBox(page).fill("How does the answer reach this page?");
+    await messageBox(page).press("Shift+Enter");
+    await messageBox(page).pressSequentially("Briefly, please.");
+    report.inputBeforeSend = await messageBox(page).inputValue();
+    await messageBox(page).press("Enter");
+    await waitForFirstText(page);
+    report.atFirstText = await answerState(page);
+    // Enter while an answer streams must not send a second turn.
+    await messageBox(page).fill("too early");
+    await messageBox(page).press("Enter");
+    report.userMessagesWhileStreaming = await page.locator("li.message.user").count();
+    await messageBox(page).fill("");
+    await waitSettled(page);
+    report.first = await answerState(page);
+    report.growth = await page.evaluate(() => window.__growth);
+    report.firstUserText = await page.locator("li.message.user .content").first().textContent();
+
+    await ask(page, "And if I press Stop?");
+    await waitSettled(page);
+    report.second = await answerState(page);
+    report.bodies = bodies;
+    report.model = await page.locator("#model").textContent();
+    if (screenshot) {
+      await page.locator("#input").blur();
+      await page.screenshot({ path: screenshot, animations: "disabled" });
+      report.screenshot = screenshot;
+    }
+  },
+
+  /** Stop while the answer streams, then Retry the same turn. */
+  async stop(page, report) {
+    const bodies = chatBodies(page);
+    await ask(page, "Tell me a long story.");
+    await waitForFirstText(page);
+    // force: skip the wait for a stable layout, which on a loaded machine can outlast the
+    // answer; a click that came too late shows up as a "complete" outcome, not a timeout.
+    await page.getByRole("button", { name: "Stop" }).click({ force: true });
+    await waitSettled(page);
+    report.stopped = await answerState(page);
+    await page.waitForTimeout(500); // text arriving after Stop would show up by now
+    report.textHalfASecondLater = await lastAnswer(page).locator(".content").textContent();
+    await lastAnswer(page).getByRole("button", { name: "Retry" }).click();
+    await waitSettled(page);
+    report.retried = await answerState(page);
+    report.bodies = bodies;
+    report.assistantMessages = await page.locator("li.message.assistant").count();
+  },
+
+  /** Markup in model output (the emulator echoes the question) stays text. */
+  async markup(page, report) {
+    await page.evaluate(() => { window.__pwned = 0; });
+    await ask(page, '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script><b>bold</b>');
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.userText = await page.locator("li.message.user .content").last().textContent();
+    report.images = await page.locator("img").count();
+    report.scripts = await page.locator("#messages script").count();
+    report.bold = await page.locator("#messages b").count();
+    report.pwned = await page.evaluate(() => window.__pwned);
+  },
+
+  /** The first answer loses its terminal event on the way; Retry gets the whole one. */
+  async cut_off(page, report) {
+    const bodies = chatBodies(page);
+    report.intercepted = [];
+    await page.route("**/api/chat", async (route) => {
+      if (report.intercepted.length) return route.continue();
+      // The Worker always ends with a terminal event; a dropped connection is simulated by
+      // replaying its real answer without that last event.
+      const response = await route.fetch();
+      const body = await response.text();
+      const cut = body.lastIndexOf("event: done\n");
+      report.intercepted.push({ status: response.status(), hadDone: cut >= 0 });
+      await route.fulfill({ response, body: cut >= 0 ? body.slice(0, cut) : body });
+    });
+    await ask(page, "Will this arrive whole?");
+    await waitSettled(page);
+    report.cut = await answerState(page);
+    await lastAnswer(page).getByRole("button", { name: "Retry" }).click();
+    await waitSettled(page);
+    report.retried = await answerState(page);
+    report.bodies = bodies;
+  },
+
+  /** A turn over the Worker's body limit: the 413 is explained and the text comes back. */
+  async too_long(page, report) {
+    const text = "word ".repeat(14_000);
+    await messageBox(page).fill(text);
+    await messageBox(page).press("Enter");
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.inputLength = (await messageBox(page).inputValue()).length;
+    report.sentLength = text.length;
+  },
+
+  /** Whatever the Worker streams; reports how the answer ended. */
+  async ask_once(page, report) {
+    await ask(page, "Hello?");
+    await waitSettled(page);
+    report.answer = await answerState(page);
+  },
+
+  /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */
+  async phone(page, report) {
+    await page.setViewportSize({ width: 360, height: 700 });
+    await ask(page, "A long unbroken token: " + "x".repeat(200));
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const box = async (locator) => locator.boundingBox();
+    report.viewport = page.viewportSize();
+    report.input = await box(messageBox(page));
+    report.send = await box(page.getByRole("button", { name: "Send" }));
+  },
+};
+
+// --- main ----------------------------------------------------------------------------------
+
+async function runScenario(context, baseUrl, name, screenshot) {
+  const report = { pageErrors: [], consoleErrors: [] };
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_MS);
+  page.on("pageerror", (error) => report.pageErrors.push(String(error)));
+  page.on("console", (message) => { if (message.type() === "error") report.consoleErrors.push(message.text()); });
+  page.on("dialog", (dialog) => { report.dialog = dialog.message(); dialog.dismiss(); });
+  try {
+    const response = await page.goto(baseUrl + "/", { waitUntil: "load" });
+    report.pageStatus = response.status();
+    report.pageType = response.headers()["content-type"];
+    await page.waitForFunction(() => document.activeElement?.id === "input"); // app.js ran
+    await scenarios[name](page, report, screenshot);
+  } catch (error) {
+    report.failed = String(error.stack || error);
+  } finally {
+    await page.close().catch(() => {});
+  }
+  return report;
+}
+
+async function main() {
+  const [baseUrl, names, screenshot] = process.argv.slice(2);
+  const wanted = (names || "").split(",").filter(Boolean);
+  if (!baseUrl || !wanted.length || wanted.some((name) => !(name in scenarios))) {
+    console.error(`usage: page_driver.mjs BASE_URL SCENARIO[,SCENARIO...] [SCREENSHOT]; scenarios: ${Object.keys(scenarios).join(", ")}`);
+    return 2;
+  }
+  const result = { scenarios: {} };
+  const profile = mkdtempSync(join(tmpdir(), "chat-page-chromium-"));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
+      viewport: { width: 820, height: 860 }, deviceScaleFactor: 1, colorScheme: "light",
+    });
+    // Each scenario has its own page; they run side by side against the same runtime.
+    const reports = await Promise.all(wanted.map((name) => runScenario(context, baseUrl, name, screenshot)));
+    wanted.forEach((name, index) => { result.scenarios[name] = reports[index]; });
+    return reports.some((report) => report.failed) ? 1 : 0;
+  } catch (error) {
+    result.failed = String(error.stack || error);
+    return 1;
+  } finally {
+    console.log(JSON.stringify(result));
+    await context?.close().catch(() => {});
+    rmSync(profile, { recursive: true, force: true });
+  }
+}
+
+setTimeout(() => {
+  console.log(JSON.stringify({ failed: `watchdog: no result within ${WATCHDOG_MS} ms` }));
+  process.exit(1);
+}, WATCHDOG_MS).unref();
+
+process.exitCode = await main();

@@ -1,0 +1,108 @@
+// Runs public/chat-stream.js in Node 24 (the same fetch/streams/TextDecoder APIs as a
+// browser), for tests/frontends/test_stream_module.py:
+//
+//   node tests/frontends/stream_module_check.mjs WORKER_URL QUESTION
+//
+// `worker` reads a real answer from the runtime. The other cases need bodies the Worker
+// never sends (byte-by-byte delivery, other line ends, a body without terminal event, a
+// proxy's HTML error page), so a local server written here serves them. Prints one JSON
+// line, {case: observations}; the pytest side asserts.
+import { createServer } from "node:http";
+import { streamChat } from "../../public/chat-stream.js";
+
+const encoder = new TextEncoder();
+let hangClosed = false;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const event = (type, data, lineEnd = "\n") =>
+  `event: ${type}${lineEnd}data: ${JSON.stringify(data)}${lineEnd}${lineEnd}`;
+
+// Every line end the event-stream format allows, a comment, an event type this client does
+// not know, and a 4-byte character; sent one byte at a time.
+const MIXED_BODY =
+  event("meta", { request_id: "r-1", model: "m" }, "\r\n") +
+  event("delta", { text: "Grüße ", p: "xx" }, "\r") +
+  ": ping\n\n" +
+  event("future", { anything: true }) +
+  event("reasoning", { text: "thinking", p: "" }) +
+  event("delta", { text: "🚀 line\u2028sep\nnext", p: "" }, "\r\n") +
+  "retry: 10\nid: 7\n" + event("done", { finish_reason: "stop", usage: null, chunks: 2, chars: 21, skipped: 0 });
+
+const routes = {
+  async "/mixed"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    for (const byte of encoder.encode(MIXED_BODY)) {
+      response.write(Uint8Array.of(byte));
+      await sleep(0);
+    }
+    response.end();
+  },
+  async "/cut"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.end(event("meta", { request_id: "r-2", model: "m" }) + event("delta", { text: "half an", p: "" }) + "event: delta\ndata: {\"te");
+  },
+  async "/hang"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.write(event("meta", { request_id: "r-3", model: "m" }) + event("delta", { text: "before stop", p: "" }));
+    response.on("close", () => { hangClosed = true; });
+  },
+  async "/limited"(response) {
+    response.writeHead(429, { "content-type": "application/json", "retry-after": "7", "x-request-id": "r-4" });
+    response.end(JSON.stringify({ error: { code: "rate_limited", message: "Too many requests." }, request_id: "r-4" }));
+  },
+  async "/proxy-error"(response) {
+    response.writeHead(502, { "content-type": "text/html" });
+    response.end("<html>Bad gateway</html>");
+  },
+  async "/garbled"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream" });
+    response.end("event: delta\ndata: {not json\n\n");
+  },
+};
+
+async function observe(url, options = {}) {
+  const seen = { deltas: [], metas: [], reasoning: [], pings: 0 };
+  const outcome = await streamChat([{ role: "user", content: options.question ?? "hi" }], {
+    url,
+    signal: options.signal,
+    onMeta: (meta) => seen.metas.push(meta),
+    onDelta: (text) => seen.deltas.push(text),
+    onReasoning: (text) => seen.reasoning.push(text),
+    onPing: () => { seen.pings += 1; },
+  });
+  return { ...outcome, seen };
+}
+
+async function main() {
+  const [workerUrl, question] = process.argv.slice(2);
+  const server = createServer((request, response) => {
+    request.resume();
+    routes[new URL(request.url, "http://x").pathname](response);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const results = {};
+  try {
+    results.worker = await observe(workerUrl + "/api/chat", { question });
+    results.mixed = await observe(base + "/mixed");
+    results.cut = await observe(base + "/cut");
+    const controller = new AbortController();
+    const stopping = observe(base + "/hang", { signal: controller.signal });
+    await sleep(300);
+    controller.abort();
+    results.hang = await stopping;
+    await sleep(100);
+    results.hang.serverSawClose = hangClosed;
+    results.limited = await observe(base + "/limited");
+    results.proxyError = await observe(base + "/proxy-error");
+    results.garbled = await observe(base + "/garbled");
+    results.nobody = await observe("http://127.0.0.1:9/api/chat");
+  } finally {
+    server.closeAllConnections();
+    server.close();
+  }
+  console.log(JSON.stringify(results));
+}
+
+setTimeout(() => { console.log(JSON.stringify({ failed: "watchdog" })); process.exit(1); }, 30_000).unref();
+await main();

@@ -1,0 +1,77 @@
+"""public/chat-stream.js, the stream reader other frontends import, run in Node 24: once
+against the real runtime, and on bodies the Worker never sends, from a local server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+
+from tests.frontends.conftest import NODE, ROOT
+from tests.frontends.upstreams import SLOW_ANSWER, SLOW_ANSWER_CHUNKS, expected_answer
+
+CHECK = ROOT / "tests" / "frontends" / "stream_module_check.mjs"
+QUESTION = "Is the module the same one the page uses?"
+
+
+_results: dict[str, dict[str, Any]] = {}
+
+
+@pytest.fixture
+def results(start_runtime) -> dict[str, Any]:
+    """The check's observations, run once per runtime."""
+    runtime = start_runtime(SLOW_ANSWER)
+    if runtime.url not in _results:
+        _results[runtime.url] = run_check(runtime.url)
+    return _results[runtime.url]
+
+
+def run_check(url: str) -> dict[str, Any]:
+    finished = subprocess.run([str(NODE), str(CHECK), url, QUESTION], check=False, cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    outcome = json.loads(finished.stdout.strip().split("\n")[-1])  # not splitlines: U+2028
+    assert "failed" not in outcome
+    return outcome
+
+
+def test_the_reader_gives_the_workers_answer_with_its_callbacks_and_done(results):
+    worker = results["worker"]
+    assert worker["kind"] == "complete"
+    assert worker["text"] == expected_answer(QUESTION) == "".join(worker["seen"]["deltas"])
+    assert worker["chunks"] == SLOW_ANSWER_CHUNKS == worker["done"]["chunks"]
+    assert worker["seen"]["metas"][0]["request_id"] == worker["requestId"]
+    assert worker["model"] == "@cf/meta/llama-3.1-8b-instruct"
+
+
+def test_byte_by_byte_delivery_any_line_end_comments_and_unknown_events_are_read_right(results):
+    mixed = results["mixed"]
+    assert mixed["kind"] == "complete" and mixed["requestId"] == "r-1"
+    assert mixed["seen"]["deltas"] == ["Grüße ", "🚀 line\u2028sep\nnext"]
+    assert mixed["seen"]["reasoning"] == ["thinking"] and mixed["seen"]["pings"] == 1
+
+
+def test_a_body_that_ends_without_a_terminal_event_is_truncated_with_the_text_so_far(results):
+    cut = results["cut"]
+    assert (cut["kind"], cut["text"], cut["chunks"], cut["requestId"]) == ("truncated", "half an", 1, "r-2")
+
+
+def test_aborting_the_signal_is_cancelled_and_closes_the_connection(results):
+    hang = results["hang"]
+    assert (hang["kind"], hang["text"]) == ("cancelled", "before stop")
+    assert hang["serverSawClose"] is True
+
+
+def test_http_errors_give_the_json_code_and_retry_after_or_a_generic_http_error(results):
+    limited = results["limited"]
+    assert (limited["kind"], limited["status"], limited["code"], limited["retryAfter"], limited["requestId"]) == (
+        "error", 429, "rate_limited", 7, "r-4")
+    proxy = results["proxyError"]
+    assert (proxy["kind"], proxy["status"], proxy["code"]) == ("error", 502, "http_error")
+    assert (results["nobody"]["kind"], results["nobody"]["code"]) == ("error", "network_error")
+
+
+def test_data_that_is_not_json_is_a_malformed_stream_error(results):
+    assert (results["garbled"]["kind"], results["garbled"]["code"]) == ("error", "malformed_stream")

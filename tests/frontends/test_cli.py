@@ -1,0 +1,210 @@
+"""clients/chat_cli.py against the real runtime with scripted upstreams: every outcome,
+its status line and its exit code. Grouped by runtime, in an order that lets the pool
+reuse them for test_page.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpx
+import pytest
+
+from tests.frontends.conftest import CLI, ROOT, run_cli
+from tests.frontends.upstreams import (
+    FAILING,
+    MAX_MESSAGES,
+    RATE_LIMITED,
+    SLOW_ANSWER,
+    SLOW_ANSWER_CHUNKS,
+    STORY,
+    expected_answer,
+)
+from tests.runtime.harness import free_port
+
+QUESTION = "What is a token-length side channel?"
+
+# --- usage ------------------------------------------------------------------------------
+
+
+def test_a_malformed_history_file_or_missing_question_is_a_usage_error_with_exit_2(tmp_path):
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps([{"role": "user"}]))
+    bad_history = run_cli("--url", "http://127.0.0.1:9", "--history", str(history), QUESTION)
+    assert bad_history.exit_code == 2 and "history" in bad_history.stderr
+    no_question = run_cli("--url", "http://127.0.0.1:9")
+    assert no_question.exit_code == 2 and "question" in no_question.stderr
+
+
+def test_nothing_listening_is_a_connection_failed_stream_error():
+    result = run_cli("--url", f"http://127.0.0.1:{free_port()}", QUESTION)
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: connection_failed", "")
+
+
+# --- a normal answer, paced ---------------------------------------------------------------
+
+
+def test_the_answer_is_printed_as_it_arrives_then_a_complete_status_line(start_runtime):
+    runtime = start_runtime(SLOW_ANSWER)
+    process = subprocess.Popen(
+        [sys.executable, str(CLI), "--url", runtime.url, QUESTION], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    arrivals: list[tuple[float, bytes]] = []
+    assert process.stdout is not None and process.stderr is not None
+    while chunk := os.read(process.stdout.fileno(), 65536):
+        arrivals.append((time.monotonic(), chunk))
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=30) == 0, stderr
+    expected = expected_answer(QUESTION)
+    assert b"".join(c for _, c in arrivals).decode() == expected + "\n"
+    assert stderr == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)}\n"
+    assert len(arrivals) >= 5, "text is written as it arrives, not at the end"
+    assert arrivals[-1][0] - arrivals[0][0] >= 0.8
+
+
+def test_cancel_after_n_chunks_leaves_and_generation_stops_upstream(start_runtime):
+    runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
+    result = run_cli("--url", runtime.url, "--cancel-after", "4", QUESTION)
+    assert (result.exit_code, result.stderr) == (3, "cancelled after 4 chunks\n")
+    assert result.stdout == f'You asked: "{QUESTION}".\n\n{STORY[0]}\n'
+    cancelled = runtime.wait_for_record("chat_stream_cancelled", since=mark)
+    assert cancelled["chunks"] < SLOW_ANSWER_CHUNKS
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert not any(r["event"] == "ai_upstream_finished" for r in runtime.records(mark))
+
+
+def test_raw_mode_reads_workers_ai_frames_and_is_complete_at_done(start_runtime):
+    runtime = start_runtime(SLOW_ANSWER)
+    result = run_cli("--url", runtime.url, "--raw", QUESTION)
+    expected = expected_answer(QUESTION)
+    assert (result.exit_code, result.stdout) == (0, expected + "\n")
+    assert result.stderr == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)}\n"
+
+
+def write_history(tmp_path, turns: int) -> str:
+    messages = [{"role": ("user", "assistant")[i % 2], "content": f"turn {i}"} for i in range(turns)]
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps({"messages": messages}))
+    return str(path)
+
+
+def test_earlier_turns_from_a_history_file_are_sent_before_the_question(start_runtime, tmp_path):
+    runtime = start_runtime(SLOW_ANSWER)
+    fits = run_cli("--url", runtime.url, "--history", write_history(tmp_path, MAX_MESSAGES - 1), QUESTION)
+    assert (fits.exit_code, fits.stdout) == (0, expected_answer(QUESTION) + "\n"), fits.stderr
+    # One more earlier turn goes over the runtime's MAX_MESSAGES: the history really is sent,
+    # and an HTTP error is a stream error with the JSON error's code.
+    over = run_cli("--url", runtime.url, "--history", write_history(tmp_path, MAX_MESSAGES), QUESTION)
+    assert (over.exit_code, over.status, over.stdout) == (4, "stream_error: invalid_request", "")
+    error_line, _ = over.stderr.splitlines()
+    assert error_line.startswith(f"error: messages has {MAX_MESSAGES + 1} entries") and "(request " in error_line
+
+
+# --- a stub that replays the Worker's real answer: without its terminal event (the Worker ---
+# --- always sends one, so only a broken connection loses it), or whole ------------------
+
+
+@dataclass
+class Replay:
+    url: str
+    requests: list[dict[str, str]] = field(default_factory=list)
+
+
+_answers: dict[str, bytes] = {}
+
+
+@pytest.fixture
+def replay(start_runtime) -> Iterator[Replay]:
+    runtime = start_runtime(SLOW_ANSWER)
+    if runtime.url not in _answers:
+        payload = {"messages": [{"role": "user", "content": QUESTION}]}
+        _answers[runtime.url] = httpx.post(runtime.url + "/api/chat", json=payload, timeout=30).content
+    whole = _answers[runtime.url]
+    partial = whole[:whole.rindex(b"event: done\n")]
+    requests: list[dict[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["content-length"]))
+            requests.append({k.lower(): v for k, v in self.headers.items()})
+            body = whole if self.path.startswith("/whole/") else partial
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream; charset=utf-8")
+            # /broken promises more bytes than it sends: the connection breaks mid-body.
+            self.send_header("content-length", str(len(body) + (100 if self.path.startswith("/broken/") else 0)))
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield Replay(f"http://127.0.0.1:{server.server_address[1]}", requests)
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("ending", ["clean", "broken"])
+def test_a_stream_that_ends_without_a_terminal_event_is_truncated(replay, ending):
+    result = run_cli("--url", f"{replay.url}/{ending}", QUESTION)
+    assert (result.exit_code, result.status) == (4, "stream_error: truncated")
+    assert result.stdout == expected_answer(QUESTION) + "\n", "the text that came is still printed"
+
+
+def test_the_token_is_sent_as_a_bearer_token_from_the_flag_or_chat_token(replay):
+    flag = run_cli("--url", f"{replay.url}/whole", "--token", "s3cret", QUESTION)
+    env = run_cli("--url", f"{replay.url}/whole", QUESTION, env={"CHAT_TOKEN": "from-env"})
+    none = run_cli("--url", f"{replay.url}/whole", QUESTION)
+    assert [r.exit_code for r in (flag, env, none)] == [0, 0, 0]
+    assert [r.get("authorization") for r in replay.requests] == ["Bearer s3cret", "Bearer from-env", None]
+
+
+# --- a model that refuses to start --------------------------------------------------------
+
+
+def test_rate_limiting_is_a_stream_error_that_says_when_to_retry(start_runtime):
+    runtime = start_runtime(RATE_LIMITED)
+    result = run_cli("--url", runtime.url, QUESTION)
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: rate_limited", "")
+    error_line = result.stderr.splitlines()[0]
+    assert error_line.startswith("error: ") and error_line.endswith(", retry after 10 s)")
+    assert "Capacity" not in result.stderr, "no provider detail reaches the client"
+
+
+# --- a stream that fails after some text ------------------------------------------------
+
+
+def test_an_error_event_is_a_stream_error_after_the_text_that_arrived(start_runtime):
+    runtime = start_runtime(FAILING)
+    result = run_cli("--url", runtime.url, QUESTION)
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: generation_failed", "Hello\n")
+    assert result.stderr.splitlines()[0].startswith("error: The model stream failed. (request ")
+    assert "provider detail" not in result.stderr
+
+
+def test_the_timeout_counts_events_so_pings_do_not_keep_a_silent_model_alive(start_runtime):
+    # The model is silent for 1.5 s after "Hello" while the Worker pings every 200 ms: only
+    # a timeout that ignores pings ends the wait before the error event arrives.
+    runtime = start_runtime(FAILING)
+    result = run_cli("--url", runtime.url, "--timeout", "0.6", QUESTION)
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: timeout", "Hello\n")
+
+
+def test_raw_mode_reports_truncated_when_the_upstream_breaks_before_done(start_runtime):
+    runtime = start_runtime(FAILING)
+    result = run_cli("--url", runtime.url, "--raw", QUESTION)
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: truncated", "Hello\n")

@@ -9,7 +9,7 @@ PORT ?= 8787
 DEV_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup browser dev test deploy-check deploy clean
+.PHONY: setup browser dev test bench deploy-check deploy clean
 
 setup: $(VENV)/.installed node_modules/.installed browser
 	@$(BIN)/python devtools/build_pyodide_bundle.py
@@ -36,6 +36,15 @@ dev: setup
 # Branch coverage of the sans-IO core (src/sse) is reported and must stay at 95% or more.
 test: setup
 	$(BIN)/python -m pytest --cov=src/sse --cov-branch --cov-report=term-missing:skip-covered --cov-fail-under=95 $(PYTEST_ARGS)
+
+# Side-by-side benchmarks in the local runtime; results and charts for docs/benchmarks.md.
+# Takes about 20 minutes; BENCH_ARGS="--quick" checks the script in a few.
+BENCH_ARGS ?=
+bench: setup
+	$(BIN)/python -m pip install --quiet --group bench
+	$(BIN)/python bench/reframer_bench.py
+	$(BIN)/node bench/reframer_pyodide.mjs
+	$(BIN)/python bench/runtime_bench.py $(BENCH_ARGS)
 
 # Bundles the production configuration exactly as a deploy would, without uploading.
 deploy-check: setup

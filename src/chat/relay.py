@@ -88,15 +88,16 @@ class StreamRelay:
     def _on_chunk(self, chunk: Any, _controller: Any) -> None:
         self._last_upstream = time.monotonic()
         try:
-            out = self._reframer.feed(chunk.to_bytes())
-        except Exception as exc:  # noqa: BLE001 - a bug must still end the stream cleanly
+            data = chunk.to_bytes()
+        except Exception as exc:  # noqa: BLE001 - an upstream that sends something other than bytes
             self._end_with_error("internal_error", detail=type(exc).__name__)
             return
+        out = self._reframer.feed(data)  # never raises: failures become a terminal frame
         if out:
             if self._first_delta_ms is None and self._reframer.stats.chunks:
                 self._first_delta_ms = self._ms_since_start()
             self._send(out)
-        if self._reframer.terminated:  # a line over the cap: upstream_malformed was sent
+        if self._reframer.terminated:  # upstream_malformed (a line over the cap) or internal_error was sent
             self._end_with_error(None)
 
     def _on_cancel(self, _reason: Any) -> None:

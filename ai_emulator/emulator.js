@@ -6,6 +6,7 @@
 //   AI_TOKENS_PER_SECOND  pacing; "0" sends as fast as the consumer pulls (default 40)
 //   AI_REPLY_TOKENS       force the reply length (default: 60-300, derived from the messages)
 //   AI_FRAMES_PER_CHUNK   frames per network chunk when unpaced (default 3)
+//   AI_STAMP_TOKENS       "1": each token is "<t=ms>", its send time (latency benchmarks)
 //   AI_SCRIPT             a JSON test script (see README: "Scripted upstreams")
 import { WorkerEntrypoint } from "cloudflare:workers";
 
@@ -66,6 +67,7 @@ function replyFor(inputs, settings) {
     random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
     usage: { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count },
     truncated: count === inputs.max_tokens,
+    stamp: settings.stampTokens,
   };
 }
 
@@ -77,7 +79,11 @@ function padding(random) {
 }
 
 function* nativeFrames(reply) {
-  for (let i = 0; i < reply.count; i++) yield { response: reply.nextToken(), p: padding(reply.random) };
+  for (let i = 0; i < reply.count; i++) {
+    const token = reply.nextToken();
+    // Latency probes: the token carries its own send time (the clock the client reads).
+    yield { response: reply.stamp ? `<t=${Date.now()}>` : token, p: padding(reply.random) };
+  }
   yield { response: "", usage: reply.usage };
 }
 
@@ -187,6 +193,7 @@ function readSettings(env) {
     tokensPerSecond: Number(env.AI_TOKENS_PER_SECOND ?? "40"),
     replyTokens: Number(env.AI_REPLY_TOKENS ?? "0"),
     framesPerChunk: Math.max(1, Number(env.AI_FRAMES_PER_CHUNK ?? "3")),
+    stampTokens: env.AI_STAMP_TOKENS === "1",
   };
 }
 

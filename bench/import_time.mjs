@@ -44,11 +44,20 @@ def timed(module):
     return (time.perf_counter() - began) * 1000
 
 import asyncio, hmac, uuid, codecs, random, re, urllib.parse  # stdlib the runtime loads anyway
+
+def summary(values):
+    values = sorted(values)
+    return {"median": values[len(values) // 2], "min": values[0], "max": values[-1]}
+
 timed("entry")  # warm-up
-sse_ms = sorted(timed("sse") for _ in range(${repeats}))
-entry_ms = sorted(timed("entry") for _ in range(${repeats}))
-json.dumps({"repeats": ${repeats}, "sse_ms": {"median": sse_ms[len(sse_ms) // 2], "min": sse_ms[0], "max": sse_ms[-1]},
-            "entry_ms": {"median": entry_ms[len(entry_ms) // 2], "min": entry_ms[0], "max": entry_ms[-1]},
-            "python": sys.version.split()[0]})
+results = {"repeats": ${repeats}, "python": sys.version.split()[0]}
+results["sse_ms"] = summary([timed("sse") for _ in range(${repeats})])
+results["entry_ms"] = summary([timed("entry") for _ in range(${repeats})])
+# The same with bytecode cached: what is left once compiling the source is paid for.
+sys.dont_write_bytecode = False
+timed("entry")
+results["sse_cached_ms"] = summary([timed("sse") for _ in range(${repeats})])
+results["entry_cached_ms"] = summary([timed("entry") for _ in range(${repeats})])
+json.dumps(results)
 `);
 console.log(result);

@@ -51,6 +51,8 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
     if args.ai_reply_tokens:
         variables["AI_REPLY_TOKENS"] = str(args.ai_reply_tokens)
     variables["AI_FRAMES_PER_CHUNK"] = str(args.ai_frames_per_chunk)
+    if args.ai_stamp_tokens:
+        variables["AI_STAMP_TOKENS"] = "1"
     if args.ai_script:
         script = json.loads(Path(args.ai_script).read_text(encoding="utf-8"))
         if not isinstance(script, dict) or not isinstance(script.get("steps", []), list):
@@ -91,6 +93,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ai-pace", type=float, default=40.0, metavar="TOKENS_PER_S", help="0 = unpaced")
     parser.add_argument("--ai-reply-tokens", type=int, default=0, metavar="N", help="force the reply length")
     parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")
+    parser.add_argument("--ai-stamp-tokens", action="store_true", help="tokens carry their send time (latency benchmarks)")
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
     args = parser.parse_args(argv)
     for item in args.var:

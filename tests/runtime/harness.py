@@ -42,6 +42,7 @@ class RuntimeOptions:
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
     ai_frames_per_chunk: int = 3
+    ai_stamp_tokens: bool = False
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
 
@@ -71,6 +72,8 @@ class LocalRuntime:
         if self.options.ai_reply_tokens:
             command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]
         command += ["--ai-frames-per-chunk", str(self.options.ai_frames_per_chunk)]
+        if self.options.ai_stamp_tokens:
+            command.append("--ai-stamp-tokens")
         if self.options.main:
             command += ["--main", self.options.main]
         if self.options.ai_script is not None:

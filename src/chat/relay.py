@@ -14,7 +14,6 @@ settlement is observed and the terminal frame enqueued before the readable close
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any

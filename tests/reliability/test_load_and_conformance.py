@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import random
 import subprocess
-from pathlib import Path
 
 import httpx
 import pytest

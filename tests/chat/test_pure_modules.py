@@ -102,3 +102,24 @@ def test_origins_without_a_list_are_open_and_same_origin_always_passes():
 )
 def test_binding_error_codes_are_read_from_the_message(message, code):
     assert binding_error_code(message) == code
+
+
+@pytest.mark.parametrize(
+    ("url", "origin", "path"),
+    [
+        ("https://w.example.dev/api/chat", "https://w.example.dev", "/api/chat"),
+        ("http://127.0.0.1:8787/api/chat/raw?x=1#f", "http://127.0.0.1:8787", "/api/chat/raw"),
+        ("https://W.Example.dev", "https://w.example.dev", "/"),
+        ("https://w.example.dev?q=/api/chat", "https://w.example.dev", "/"),
+        ("https://w.example.dev/health#/x", "https://w.example.dev", "/health"),
+        ("https://user@w.example.dev:8443/a/b/", "https://user@w.example.dev:8443", "/a/b/"),
+    ],
+)
+def test_origins_and_paths_are_read_from_absolute_urls_like_urllib_does(url, origin, path):
+    from urllib.parse import urlsplit
+
+    from chat.http import origin_of, path_of
+
+    parts = urlsplit(url)
+    assert origin_of(url) == origin == f"{parts.scheme}://{parts.netloc.lower()}"
+    assert path_of(url) == path == (parts.path or "/")

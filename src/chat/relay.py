@@ -85,7 +85,7 @@ class StreamRelay:
         self._schedule_tick()
 
     def _on_chunk(self, chunk: Any, _controller: Any) -> None:
-        self._last_upstream = time.monotonic()
+        now = self._last_upstream = time.monotonic()
         try:
             data = chunk.to_bytes()
         except Exception as exc:  # noqa: BLE001 - an upstream that sends something other than bytes
@@ -94,8 +94,8 @@ class StreamRelay:
         out = self._reframer.feed(data)  # never raises: failures become a terminal frame
         if out:
             if self._first_delta_ms is None and self._reframer.stats.chunks:
-                self._first_delta_ms = self._ms_since_start()
-            self._send(out)
+                self._first_delta_ms = round((now - self._began) * 1000)
+            self._send(out, now)
         if self._reframer.terminated:  # upstream_malformed (a line over the cap) or internal_error was sent
             self._end_with_error(None)
 
@@ -172,11 +172,12 @@ class StreamRelay:
 
     # --- plumbing -----------------------------------------------------------------------
 
-    def _send(self, data: bytes) -> None:
+    def _send(self, data: bytes, now: float | None = None) -> None:
+        """Enqueue protocol bytes; `now` saves the per-chunk path a second clock read."""
         if data and self._controller is not None and not self._client_gone:
             # to_js copies: the stream keeps the chunk by reference after we return.
             self._controller.enqueue(to_js(data))
-            self._last_sent = time.monotonic()
+            self._last_sent = time.monotonic() if now is None else now
 
     def _terminate(self) -> None:
         if self._controller is not None and not self._client_gone:

@@ -132,9 +132,7 @@ async def _read_payload(exchange: Exchange, config: Config) -> Any:
 async def _chat(
     exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str, headers: dict[str, str] | None = None
 ) -> Any:
-    model, upstream = await start_model_stream(
-        exchange.env.AI, turn.model_inputs(config.system_prompt), config, exchange.request_id, exchange.keep_alive
-    )
+    model, upstream = await _start_model(exchange, config, turn)
     reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
     relay = StreamRelay(
         upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route=route,
@@ -145,9 +143,12 @@ async def _chat(
 
 
 async def _chat_raw(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:
-    model, upstream = await start_model_stream(
-        exchange.env.AI, turn.model_inputs(config.system_prompt), config, exchange.request_id, exchange.keep_alive
-    )
+    model, upstream = await _start_model(exchange, config, turn)
     log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
     # Untouched: workerd pipes the model's bytes to the client natively.
     return exchange.response(upstream, 200, {"content-type": http.SSE_TYPE, **http.STREAM_HEADERS})
+
+
+async def _start_model(exchange: Exchange, config: Config, turn: ChatTurn) -> tuple[str, Any]:
+    inputs = turn.model_inputs(config.system_prompt)
+    return await start_model_stream(exchange.env.AI, inputs, config, exchange.request_id, exchange.keep_alive)

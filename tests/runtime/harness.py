@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -22,15 +21,11 @@ from typing import Any
 
 import httpx
 
+from devtools.dev import free_port
+
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 120.0
 HUNG_REPORT = "detected that your Worker's code had hung"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True, kw_only=True)

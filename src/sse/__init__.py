@@ -5,23 +5,35 @@ CPython and inside the Worker's Pyodide.
 """
 
 from ._encoders import ERROR_MESSAGES, Encoder, NDJSONEncoder, SSEEncoder, format_event
-from ._errors import FieldValueError, LineTooLongError, SSEError, StreamClosedError
+from ._errors import (
+    EventTooLargeError,
+    FieldValueError,
+    LineTooLongError,
+    SSEError,
+    StreamClosedError,
+)
 from ._events import Event, ReasoningDelta, ReframerStats, TextDelta
-from ._normalizer import UpstreamNormalizer
-from ._parser import DEFAULT_MAX_LINE_BYTES, EventStreamParser
+from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
+from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
+from ._parser import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, EventStreamParser
 from ._reframer import DEFAULT_MAX_PADDING, MAX_PADDING, Reframer
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
+    "DEFAULT_MAX_EVENT_CHARS",
     "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_MAX_PADDING",
     "ERROR_MESSAGES",
     "MAX_PADDING",
     "Encoder",
     "Event",
+    "EventTooLargeError",
     "EventStreamParser",
     "FieldValueError",
+    "JSONDepthError",
+    "KNOWN_FINISH_REASONS",
     "LineTooLongError",
+    "MAX_JSON_DEPTH",
     "NDJSONEncoder",
     "ReasoningDelta",
     "Reframer",
@@ -34,4 +46,5 @@ __all__ = [
     "UI_MESSAGE_STREAM_HEADER",
     "UpstreamNormalizer",
     "format_event",
+    "loads_bounded",
 ]

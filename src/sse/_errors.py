@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ._events import Event
 
-__all__ = ["FieldValueError", "LineTooLongError", "SSEError", "StreamClosedError"]
+__all__ = [
+    "EventTooLargeError",
+    "FieldValueError",
+    "LineTooLongError",
+    "SSEError",
+    "StreamClosedError",
+]
 
 
 class SSEError(Exception):
@@ -33,8 +39,20 @@ class LineTooLongError(SSEError):
         self.events = events
 
 
+class EventTooLargeError(SSEError):
+    """The data of one event grew past the parser's cap (many `data:` lines and no blank
+    line to end them). `events` holds the events completed earlier in the same `feed`
+    call, as for LineTooLongError."""
+
+    def __init__(self, limit: int, events: tuple[Event, ...] = ()) -> None:
+        super().__init__(f"event-stream event with more than {limit} characters of data")
+        self.limit = limit
+        self.events = events
+
+
 class StreamClosedError(SSEError):
-    """`feed` was called after `close()` or after a `LineTooLongError`."""
+    """`feed` was called after `close()`, or after a `LineTooLongError` or
+    `EventTooLargeError`."""
 
 
 class FieldValueError(SSEError, ValueError):

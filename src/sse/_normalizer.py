@@ -6,16 +6,24 @@ Nothing an upstream sends makes it raise: a frame it cannot read is skipped and 
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from typing import Any
 
 from ._events import Event, ReasoningDelta, TextDelta
+from ._json import loads_bounded
 from ._jsonstr import scanstring
 
 __all__ = ["UpstreamNormalizer"]
 
 _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
+# A token count a JavaScript client can hold exactly; a larger one is not a real count.
+_MAX_COUNT = 2**53 - 1
+# finish_reason travels into logs and the `done` event, so it is never copied verbatim:
+# the values providers document pass, anything else is reported as "other".
+KNOWN_FINISH_REASONS = frozenset(
+    {"stop", "length", "tool_calls", "content_filter", "function_call", "error"}
+)
 _RESPONSE_PREFIX = '{"response":"'
 _PADDING_INFIX = ',"p":"'
 _NOTHING = ("", "")
@@ -81,9 +89,13 @@ def native_event_bodies(block: str) -> list[str] | None:
     return parts[1::2]
 
 
-def _is_int(value: object) -> bool:
+def _is_count(value: object) -> bool:
     # bool is an int subclass, but `true` is not a token count.
-    return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
+
+
+def _finish_reason(value: str) -> str:
+    return value if value in KNOWN_FINISH_REASONS else "other"
 
 
 class UpstreamNormalizer:
@@ -95,8 +107,11 @@ class UpstreamNormalizer:
     `choices[0].delta.reasoning_content`, `choices[0].finish_reason`, `usage`, and the
     final `choices: []` chunk. `[DONE]` (with or without the space after `data:`, and
     with surrounding whitespace) is recognised before any JSON parsing; every event after
-    it is ignored. A frame that is not JSON, not an object, has no field this class knows,
-    or has an event type other than "message" is counted in `skipped`.
+    it is ignored. A frame that is not JSON (NaN and Infinity are not), nests deeper than
+    MAX_JSON_DEPTH, is not an object, has no field this class knows, or has an event type
+    other than "message" is counted in `skipped`. A `response` number that is not finite
+    is skipped too; a `finish_reason` outside KNOWN_FINISH_REASONS is recorded as
+    "other"; usage counts must be integers from 0 to 2**53 - 1.
     """
 
     def __init__(self) -> None:
@@ -133,10 +148,10 @@ class UpstreamNormalizer:
             self.done = True
             return _NOTHING
         try:
-            obj = json.loads(data)
-        except (ValueError, RecursionError):
-            # ValueError is JSONDecodeError; RecursionError because json.loads recurses
-            # once per nesting level and an upstream can nest deeper than the stack.
+            # Bounded: a deeply nested frame would otherwise overflow Pyodide's stack,
+            # which aborts the whole isolate. Too deep, NaN/Infinity, not JSON: skipped.
+            obj = loads_bounded(data)
+        except ValueError:
             self.skipped += 1
             return _NOTHING
         if not isinstance(obj, dict):
@@ -155,7 +170,10 @@ class UpstreamNormalizer:
             response = obj["response"]
             if isinstance(response, str):
                 text, known = response, True
-            elif _is_int(response) or isinstance(response, float):
+            elif isinstance(response, int) and not isinstance(response, bool):
+                text, known = str(response), True
+            elif isinstance(response, float) and math.isfinite(response):
+                # 1e400 reads as inf: never a delta "inf".
                 text, known = str(response), True
             elif response is None:
                 known = True
@@ -164,14 +182,14 @@ class UpstreamNormalizer:
             # OpenAI sends `"usage": null` on every chunk but the last when usage is on.
             if usage is None:
                 known = True
-            elif isinstance(usage, dict) and all(_is_int(usage.get(k)) for k in _USAGE_KEYS):
+            elif isinstance(usage, dict) and all(_is_count(usage.get(k)) for k in _USAGE_KEYS):
                 self.usage = {k: usage[k] for k in _USAGE_KEYS}
                 known = True
         if "tool_calls" in obj and self._count_tool_calls(obj["tool_calls"]):
             known = True
         finish_reason = obj.get("finish_reason")
         if isinstance(finish_reason, str):
-            self.finish_reason = finish_reason
+            self.finish_reason = _finish_reason(finish_reason)
             known = True
         choices = obj.get("choices")
         if isinstance(choices, list):
@@ -190,7 +208,7 @@ class UpstreamNormalizer:
         known = False
         finish_reason = choice.get("finish_reason")
         if isinstance(finish_reason, str):
-            self.finish_reason = finish_reason
+            self.finish_reason = _finish_reason(finish_reason)
             known = True
         elif finish_reason is None and "finish_reason" in choice:
             known = True

@@ -8,12 +8,23 @@ from __future__ import annotations
 
 from codecs import utf_8_decode
 
-from ._errors import LineTooLongError, StreamClosedError
+from ._errors import EventTooLargeError, LineTooLongError, StreamClosedError
 from ._events import Event
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "EventStreamParser"]
+__all__ = ["DEFAULT_MAX_EVENT_CHARS", "DEFAULT_MAX_LINE_BYTES", "EventStreamParser"]
 
 DEFAULT_MAX_LINE_BYTES = 1 << 20
+# A model frame is a token or a usage record: well under a kilobyte. The cap bounds what
+# one event may hold however its data is split into lines (a stream of `data:` lines
+# with no blank line would otherwise grow without end).
+DEFAULT_MAX_EVENT_CHARS = 1 << 18
+
+# A pending line that trickles in a byte a chunk is kept as one fragment per chunk; each
+# fragment costs some fifty bytes of object header. The fragments are joined into one
+# whenever there are more than this many plus one per 64 bytes held: the memory stays
+# within about twice the line's length and the joining cost linear overall.
+_FRAGMENTS_FLOOR = 16
+_BYTES_PER_FRAGMENT = 64
 
 # (type, data, id): what the line engine dispatches. A plain tuple, because the Reframer
 # consumes these on its hot path and never needs the dataclass.
@@ -38,14 +49,25 @@ class EventStreamParser:
     across chunks survives, and invalid bytes become U+FFFD.
     """
 
-    def __init__(self, *, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(
+        self,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_event_chars: int = DEFAULT_MAX_EVENT_CHARS,
+    ) -> None:
         """`max_line_bytes` caps one line (UTF-8 bytes, without its line end).
+        `max_event_chars` caps the data of one event: each of its `data` lines counts
+        the code points of its value plus one.
 
-        Raises ValueError if it is less than 1.
+        Raises ValueError if either is less than 1.
         """
         if max_line_bytes < 1:
             raise ValueError("max_line_bytes must be at least 1")
+        if max_event_chars < 1:
+            raise ValueError("max_event_chars must be at least 1")
         self._max_line_bytes = max_line_bytes
+        self._max_event_chars = max_event_chars
+        self._over_limit: LineTooLongError | EventTooLargeError | None = None
         # A line of n code points is at most 4n UTF-8 bytes, so text no longer than this
         # many code points cannot hold a line over the cap and needs no exact count.
         self._safe_chars = max_line_bytes // 4
@@ -59,6 +81,8 @@ class EventStreamParser:
         self._pending: list[str] = []
         self._pending_bytes = 0
         self._data: list[str] = []
+        # The event's data size so far: the values' code points plus one per line.
+        self._data_chars = 0
         self._type = ""
         self._last_event_id = ""
         self._retry: int | None = None
@@ -76,9 +100,10 @@ class EventStreamParser:
     def feed(self, chunk: bytes) -> list[Event]:
         """Parses one chunk of the stream and returns the events it completed.
 
-        Raises LineTooLongError when a line is longer than the cap (the events completed
-        before that line are on the error's `events`), and StreamClosedError after
-        `close()` or after a LineTooLongError.
+        Raises LineTooLongError when a line is longer than its cap, EventTooLargeError
+        when an event's data is larger than its cap (either way the events completed
+        before are on the error's `events`), and StreamClosedError after `close()` or
+        after either of those errors.
         """
         text = self._decode_lf(chunk)
         if not text:
@@ -86,7 +111,9 @@ class EventStreamParser:
         raw, overflow = self._interpret(text)
         events = [Event(type=t, data=d, id=i) for t, d, i in raw]
         if overflow:
-            raise LineTooLongError(self._max_line_bytes, tuple(events))
+            assert self._over_limit is not None
+            self._over_limit.events = tuple(events)
+            raise self._over_limit
         return events
 
     def close(self) -> None:
@@ -99,6 +126,7 @@ class EventStreamParser:
         self._pending = []
         self._pending_bytes = 0
         self._data = []
+        self._data_chars = 0
         self._type = ""
 
     # The engine in two steps, so that the Reframer can decode a chunk, read a run of
@@ -144,11 +172,14 @@ class EventStreamParser:
         lines = text.split("\n")
         tail = lines.pop()
         if not lines:
-            self._pending.append(tail)
+            pending = self._pending
+            pending.append(tail)
             self._pending_bytes += _utf8_len(tail)
             if self._pending_bytes > self._max_line_bytes:
-                self._overflow()
+                self._overflow(LineTooLongError(self._max_line_bytes))
                 return [], True
+            if len(pending) > _FRAGMENTS_FLOOR + self._pending_bytes // _BYTES_PER_FRAGMENT:
+                self._pending = ["".join(pending)]
             return [], False
 
         overflow = False
@@ -174,6 +205,8 @@ class EventStreamParser:
 
         events: list[RawEvent] = []
         data = self._data
+        data_chars = self._data_chars
+        max_event_chars = self._max_event_chars
         event_type = self._type
         for line in lines:
             if not line:
@@ -181,6 +214,8 @@ class EventStreamParser:
                 # buffer is an empty string, set the data buffer and the event type
                 # buffer to the empty string and return."
                 if data:
+                    if data_chars > max_event_chars:
+                        break
                     events.append(
                         (
                             event_type or "message",
@@ -189,10 +224,12 @@ class EventStreamParser:
                         )
                     )
                     data.clear()
+                    data_chars = 0
                 event_type = ""
             elif line.startswith("data: "):
                 # The overwhelmingly common line, ahead of the general field split.
                 data.append(line[6:])
+                data_chars += len(line) - 5
             else:
                 colon = line.find(":")
                 if colon == 0:
@@ -205,6 +242,7 @@ class EventStreamParser:
                     value = line[start:]
                 if field == "data":
                     data.append(value)
+                    data_chars += len(value) + 1
                 elif field == "event":
                     event_type = value
                 elif field == "id":
@@ -215,9 +253,16 @@ class EventStreamParser:
                         self._retry = int(value)
                 # Any other field name is ignored, as the spec says.
         self._type = event_type
-        if overflow:
-            self._overflow()
+        self._data_chars = data_chars
+        if data_chars > max_event_chars:
+            # Checked at each dispatch and once here, not per line: the lines of one
+            # call are slices of text already in memory, so the cap holds within a call.
+            self._overflow(EventTooLargeError(max_event_chars))
+            overflow = True
+        elif overflow:
+            self._overflow(LineTooLongError(self._max_line_bytes))
         return events, overflow
 
-    def _overflow(self) -> None:
+    def _overflow(self, error: LineTooLongError | EventTooLargeError) -> None:
+        self._over_limit = error
         self.close()

@@ -16,7 +16,7 @@ from ._encoders import ERROR_MESSAGES, Encoder, SSEEncoder
 from ._events import ReframerStats
 from ._jsonstr import scan_body
 from ._normalizer import UpstreamNormalizer, fast_response, native_event_bodies
-from ._parser import DEFAULT_MAX_LINE_BYTES, EventStreamParser, RawEvent
+from ._parser import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, EventStreamParser, RawEvent
 
 __all__ = ["DEFAULT_MAX_PADDING", "MAX_PADDING", "Reframer"]
 
@@ -66,22 +66,27 @@ class Reframer:
         encoder: Encoder | None = None,
         max_padding: int = DEFAULT_MAX_PADDING,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_event_chars: int = DEFAULT_MAX_EVENT_CHARS,
         rng: random.Random | None = None,
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
         is uniform in [0, max_padding]; 0 turns padding off. `max_line_bytes`: the
         parser's line cap; a longer upstream line ends the stream with
-        `upstream_malformed`. `rng`: the source of padding lengths, for deterministic
+        `upstream_malformed`. `max_event_chars`: the parser's cap on one event's data;
+        a larger upstream event ends the stream the same way. `rng`: the source of padding lengths, for deterministic
         tests; by default os.urandom.
 
-        Raises ValueError if max_padding is outside [0, 255] or max_line_bytes < 1.
+        Raises ValueError if max_padding is outside [0, 255], or max_line_bytes or
+        max_event_chars < 1.
         """
         if not 0 <= max_padding <= MAX_PADDING:
             raise ValueError(f"max_padding must be in [0, {MAX_PADDING}]")
         self.request_id = request_id
         self.model = model
-        self._parser = EventStreamParser(max_line_bytes=max_line_bytes)
+        self._parser = EventStreamParser(
+            max_line_bytes=max_line_bytes, max_event_chars=max_event_chars
+        )
         self._normalizer = UpstreamNormalizer()
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
         self._random_bytes: Callable[[int], bytes] = (
@@ -95,7 +100,7 @@ class Reframer:
         )
         # Upstream text after the last blank line seen, not parsed yet (see feed).
         self._carry = ""
-        self._carry_limit = min(_CARRY_LIMIT, self._parser._safe_chars)
+        self._carry_limit = min(_CARRY_LIMIT, self._parser._safe_chars, max_event_chars)
         # An endless iterator of paddings, drawn a batch at a time: a frame costs one
         # C-level next(), not a random call, and zip() can take a whole run at once.
         self._pads = chain.from_iterable(iter(self._draw_paddings, None))
@@ -149,8 +154,8 @@ class Reframer:
     def feed(self, chunk: bytes) -> bytes:
         """The frames for every upstream event `chunk` completes, as one bytes object.
 
-        A line over the cap yields the frames before it and then the `error` frame
-        `upstream_malformed`, and ends the stream. Never raises: an unexpected failure
+        A line or an event over its cap yields the frames before it and then the
+        `error` frame `upstream_malformed`, and ends the stream. Never raises: an unexpected failure
         ends the stream with `internal_error` and is kept on `exception`.
         """
         if self._terminated or self._normalizer.done:

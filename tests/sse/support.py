@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sse import Event, EventStreamParser, LineTooLongError
+from sse import DEFAULT_MAX_EVENT_CHARS, Event, EventStreamParser, EventTooLargeError, LineTooLongError
 
 
 def splits(data: bytes, seed: int) -> list[bytes]:
@@ -36,14 +36,19 @@ class Parsed:
     retry: int | None
 
 
-def parse_chunks(chunks: Sequence[bytes], *, max_line_bytes: int = 1 << 20) -> Parsed:
-    parser = EventStreamParser(max_line_bytes=max_line_bytes)
+def parse_chunks(
+    chunks: Sequence[bytes],
+    *,
+    max_line_bytes: int = 1 << 20,
+    max_event_chars: int = DEFAULT_MAX_EVENT_CHARS,
+) -> Parsed:
+    parser = EventStreamParser(max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
     events: list[Event] = []
     overflow = False
     for chunk in chunks:
         try:
             events.extend(parser.feed(chunk))
-        except LineTooLongError as error:
+        except (LineTooLongError, EventTooLargeError) as error:
             events.extend(error.events)
             overflow = True
             break
@@ -56,10 +61,16 @@ def parse_chunks(chunks: Sequence[bytes], *, max_line_bytes: int = 1 << 20) -> P
     )
 
 
-def parse_three_ways(data: bytes, *, max_line_bytes: int = 1 << 20, seed: int = 0) -> Parsed:
+def parse_three_ways(
+    data: bytes,
+    *,
+    max_line_bytes: int = 1 << 20,
+    max_event_chars: int = DEFAULT_MAX_EVENT_CHARS,
+    seed: int = 0,
+) -> Parsed:
     """Parses `data` three ways, checks they agree, and returns the common result."""
     results = {
-        how: parse_chunks(chunks, max_line_bytes=max_line_bytes)
+        how: parse_chunks(chunks, max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
         for how, chunks in three_ways(data, seed)
     }
     whole = results["whole"]

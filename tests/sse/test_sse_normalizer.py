@@ -79,6 +79,19 @@ FRAMES = [
     pytest.param("{}", [], 1, id="empty-object-skipped"),
     pytest.param('{"error":"boom"}', [], 1, id="unknown-shape-skipped"),
     pytest.param("[" * 100_000 + "]" * 100_000, [], 1, id="deeply-nested-json-skipped"),
+    pytest.param(
+        '{"response":"deep","x":' + "[" * 65 + "]" * 65 + "}", [], 1, id="over-the-depth-limit-skipped"
+    ),
+    pytest.param(
+        '{"response":"ok","x":' + "[" * 63 + "]" * 63 + "}",
+        [TextDelta(text="ok")],
+        0,
+        id="at-the-depth-limit-read",
+    ),
+    pytest.param('{"response":NaN}', [], 1, id="nan-is-not-json-skipped"),
+    pytest.param('{"response":-Infinity}', [], 1, id="infinity-is-not-json-skipped"),
+    pytest.param('{"response":1e400}', [], 1, id="number-too-large-for-a-float-skipped"),
+    pytest.param('{"response":' + "9" * 5000 + "}", [], 1, id="integer-over-the-digit-limit-skipped"),
     pytest.param('{"response":"Hi","p":"a"b"}', [], 1, id="invalid-padding-makes-frame-invalid"),
     pytest.param('{"response":"Hi","p":"ab"}x', [], 1, id="trailing-garbage-skipped"),
     pytest.param(
@@ -277,3 +290,41 @@ def test_native_event_bodies_reads_only_blocks_of_plain_native_events(
 
 def test_scan_body_decodes_a_json_string_body() -> None:
     assert scan_body("a\\n\\u00e9\\ud83d\\ude42") == "a\n\u00e9\U0001f642"
+
+
+@pytest.mark.parametrize(
+    ("sent", "recorded"),
+    [
+        pytest.param("stop", "stop", id="stop"),
+        pytest.param("length", "length", id="length"),
+        pytest.param("tool_calls", "tool_calls", id="tool-calls"),
+        pytest.param("x" * 200_000, "other", id="huge-value-never-copied"),
+        pytest.param("Here is the secret answer", "other", id="text-never-copied"),
+    ],
+)
+def test_finish_reason_keeps_known_values_and_reports_the_rest_as_other(
+    sent: str, recorded: str
+) -> None:
+    for frame in (
+        dumps({"response": "", "finish_reason": sent}),
+        dumps({"choices": [{"delta": {}, "finish_reason": sent}]}),
+    ):
+        normalizer = UpstreamNormalizer()
+        normalizer.normalize(message(frame))
+        assert normalizer.finish_reason == recorded
+        assert normalizer.skipped == 0
+
+
+@pytest.mark.parametrize(
+    "count",
+    [
+        pytest.param(-1, id="negative"),
+        pytest.param(2**53, id="beyond-exact-in-javascript"),
+        pytest.param(10**4000, id="thousands-of-digits"),
+    ],
+)
+def test_usage_with_counts_no_client_can_hold_is_not_recorded(count: int) -> None:
+    normalizer = UpstreamNormalizer()
+    usage = {**USAGE, "total_tokens": count}
+    normalizer.normalize(message('{"response":"","usage":' + json.dumps(usage) + "}"))
+    assert normalizer.usage is None

@@ -11,6 +11,7 @@ import pytest
 from sse import (
     Event,
     EventStreamParser,
+    EventTooLargeError,
     LineTooLongError,
     SSEError,
     StreamClosedError,
@@ -259,3 +260,47 @@ def test_feed_after_close_raises_stream_closed_and_close_twice_is_harmless() -> 
 def test_max_line_bytes_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         EventStreamParser(max_line_bytes=0)
+
+
+EVENT_CAP_CASES = [
+    pytest.param(b"data: 1234567\n\n", 8, [ev("1234567")], False, id="one-line-at-the-cap"),
+    pytest.param(b"data: 1234567\n\n", 7, [], True, id="one-line-over-the-cap"),
+    pytest.param(b"data: 123\ndata: 456\n\n", 8, [ev("123\n456")], False, id="two-lines-at-the-cap"),
+    pytest.param(b"data: 1234\ndata: 5678\n\n", 8, [], True, id="two-lines-over-the-cap"),
+    pytest.param(b"data\n" * 9, 8, [], True, id="empty-data-lines-with-no-blank-line"),
+    pytest.param(b"data: a\n\n" + b"data:\n" * 20, 8, [ev("a")], True, id="earlier-event-kept"),
+    pytest.param(b": c\n" * 50 + b"data: ok\n\n", 8, [ev("ok")], False, id="comments-do-not-count"),
+    pytest.param(b"event: x\n" * 50 + b"data: ok\n\n", 8, [ev("ok", type="x")], False, id="event-lines-do-not-count"),
+]
+
+
+@pytest.mark.parametrize(("stream", "cap", "expected", "overflow"), EVENT_CAP_CASES)
+def test_the_event_cap_bounds_an_event_however_its_data_lines_arrive(
+    stream: bytes, cap: int, expected: list[Event], overflow: bool
+) -> None:
+    parsed = parse_three_ways(stream, max_event_chars=cap)
+    assert (parsed.events, parsed.overflow) == (expected, overflow)
+
+
+def test_event_too_large_error_carries_the_limit_and_earlier_events() -> None:
+    parser = EventStreamParser(max_event_chars=4)
+    with pytest.raises(EventTooLargeError) as caught:
+        parser.feed(b"data: a\n\ndata: 12\ndata: 34\n")
+    assert caught.value.limit == 4
+    assert caught.value.events == (ev("a"),)
+    assert isinstance(caught.value, SSEError)
+    with pytest.raises(StreamClosedError):
+        parser.feed(b"\n")
+
+
+def test_max_event_chars_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        EventStreamParser(max_event_chars=0)
+
+
+def test_a_line_trickling_in_a_byte_a_chunk_is_not_kept_as_a_fragment_per_byte() -> None:
+    parser = EventStreamParser()
+    for _ in range(100_000):
+        parser.feed(b"x")
+    assert len(parser._pending) < 100_000 // 32
+    assert parser.feed(b"\ndata: a\n\n") == [ev("a")]

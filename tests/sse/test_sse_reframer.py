@@ -201,6 +201,16 @@ def test_an_unterminated_line_over_the_cap_is_caught_without_waiting_for_its_end
     assert reframer.terminated
 
 
+def test_an_event_of_endless_data_lines_ends_the_stream_with_upstream_malformed() -> None:
+    # Each line is short, so only the event cap stops it: no blank line ever comes.
+    upstream = b'data: {"response":"ok"}\n\n' + b"data: more\n" * 300
+    for how, chunks in three_ways(upstream):
+        reframer = make(max_event_chars=1000)
+        output = reframer.start() + b"".join(map(reframer.feed, chunks)) + reframer.finish()
+        assert [kind for kind, _ in protocol_events(output)] == ["meta", "delta", "error"], how
+        assert protocol_events(output)[-1][1]["code"] == "upstream_malformed"
+
+
 @pytest.mark.parametrize(
     ("before", "skipped"),
     [

@@ -22,13 +22,24 @@ def invalid_request(message: str) -> ApiError:
 RATE_LIMIT_CODES = frozenset({3040, 3036})
 
 
+# A provider message can be any length; its code, if any, is within the first prefixes.
+_CODE_SEARCH_CHARS = 200
+_CODE_SEARCH_PREFIXES = 4
+
+
 def binding_error_code(message: str) -> int | None:
-    """The numeric code at the start of a Workers AI error message, if there is one."""
-    head, separator, _ = message.strip().partition(":")
-    if separator and head.strip().isdigit():
-        return int(head.strip())
-    # Errors crossing the FFI may be prefixed with their JS type ("Error: 3040: ...").
-    _, separator, rest = message.partition(": ")
-    if separator and rest != message:
-        return binding_error_code(rest)
+    """The numeric code at the start of a Workers AI error message, if there is one.
+
+    Errors crossing the FFI may be prefixed with their JS type ("Error: 3040: ..."), so a
+    few "<word>:" prefixes are skipped; a loop over a bounded head of the message, since
+    the message comes from outside.
+    """
+    rest = message[:_CODE_SEARCH_CHARS]
+    for _ in range(_CODE_SEARCH_PREFIXES):
+        head, separator, rest = rest.partition(":")
+        if not separator:
+            return None
+        head = head.strip()
+        if head.isascii() and head.isdigit():
+            return int(head)
     return None

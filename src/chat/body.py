@@ -14,8 +14,11 @@ def too_large(limit: int) -> ApiError:
 
 
 async def read_body(js_request: Any, declared_length: str | None, limit: int) -> bytes:
-    if declared_length is not None and declared_length.isdigit() and int(declared_length) > limit:
-        raise too_large(limit)
+    if declared_length is not None and declared_length.isascii() and declared_length.isdigit():
+        # Compared by length first: int() refuses a header of thousands of digits.
+        digits = declared_length.lstrip("0")
+        if len(digits) > len(str(limit)) or int(digits or "0") > limit:
+            raise too_large(limit)
     body = js_request.body
     if body is None or body is jsnull:
         return b""
@@ -27,12 +30,12 @@ async def read_body(js_request: Any, declared_length: str | None, limit: int) ->
             result = await reader.read()
             if result.done:
                 break
-            piece = result.value.to_bytes()
-            size += len(piece)
+            # Counted before copying into Python: one huge piece must not cost its size.
+            size += int(result.value.byteLength)
             if size > limit:
                 await reader.cancel()
                 raise too_large(limit)
-            pieces.append(piece)
+            pieces.append(result.value.to_bytes())
     finally:
         reader.releaseLock()
     return b"".join(pieces)

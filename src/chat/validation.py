@@ -4,14 +4,26 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
 from .api_errors import ApiError, invalid_request
 from .config import Config
 
 ROLES = ("user", "assistant")
 MAX_TEMPERATURE = 5.0
+
+# What counts as blank content: ECMAScript's WhiteSpace and LineTerminator (what `\s`
+# means in a browser), spelled out the same way in docs/openapi.yaml's pattern. Python's
+# str.strip() differs both ways (it strips U+001C-U+001F and U+0085 and keeps U+FEFF),
+# which made the server and its published schema disagree about the same message.
+WHITESPACE = (
+    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
+    "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,14 +50,23 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 
 def parse_json_body(body: bytes) -> Any:
+    """The JSON value of a request body, or ApiError(400): `invalid_json` for text that is
+    not UTF-8, not JSON (NaN and Infinity are not) or nested deeper than MAX_JSON_DEPTH;
+    `invalid_request` for valid JSON holding an integer too long for Python to read."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiError(400, "invalid_json", "The request body is not valid UTF-8.") from None
     try:
-        return json.loads(text)
-    except ValueError:
+        return loads_bounded(text)
+    except JSONDepthError:
+        message = f"The request body nests arrays and objects deeper than {MAX_JSON_DEPTH} levels."
+        raise ApiError(400, "invalid_json", message) from None
+    except json.JSONDecodeError:
         raise ApiError(400, "invalid_json", "The request body is not valid JSON.") from None
+    except ValueError:
+        # Only an integer over Python's digit limit gets here: valid JSON, unusable value.
+        raise invalid_request("The request body holds a number with too many digits.") from None
 
 
 def validate_chat(payload: Any, config: Config) -> ChatTurn:
@@ -55,21 +76,30 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.")
+    return _checked_turn(payload, messages, config, position=lambda index: index)
+
+
+def _checked_turn(
+    payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
+) -> ChatTurn:
+    """`position` maps an index in `messages` to the one the client sent, so errors name
+    the client's own message even when some were left out."""
     if len(messages) > config.max_messages:
         raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.")
     checked = []
     total_chars = 0
     for index, message in enumerate(messages):
+        where = f"messages[{position(index)}]"
         if not isinstance(message, dict):
-            raise invalid_request(f"messages[{index}] must be an object.")
+            raise invalid_request(f"{where} must be an object.")
         role = message.get("role")
         if role == "system":
-            raise invalid_request(f"messages[{index}].role: system messages are set by the server.")
+            raise invalid_request(f"{where}.role: system messages are set by the server.")
         if role not in ROLES:
-            raise invalid_request(f"messages[{index}].role must be \"user\" or \"assistant\".")
+            raise invalid_request(f"{where}.role must be \"user\" or \"assistant\".")
         content = message.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise invalid_request(f"messages[{index}].content must be a non-empty string.")
+        if not isinstance(content, str) or not content.strip(WHITESPACE):
+            raise invalid_request(f"{where}.content must be a string with a character other than whitespace.")
         total_chars += len(content)
         checked.append({"role": role, "content": content})
     if total_chars > config.max_input_chars:
@@ -86,6 +116,8 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 def _max_tokens(value: Any, config: Config) -> int:
     if value is None:
         return config.max_tokens
+    if isinstance(value, float) and math.isinf(value):  # 1e400 reads as inf
+        raise invalid_request(f"max_tokens must be between 1 and {config.max_tokens}.")
     if isinstance(value, bool) or not isinstance(value, int):
         raise invalid_request("max_tokens must be an integer.")
     if not 1 <= value <= config.max_tokens:
@@ -107,8 +139,10 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     """A chat turn from the AI SDK's `useChat` body (`messages` as UIMessages with `parts`).
 
     The text parts of each message become its content; other parts (files, tool calls,
-    step markers) carry nothing the model call uses and are left out. Then the same rules
-    as /api/chat apply, with field names pointing at the UIMessage.
+    step markers) carry nothing the model call uses and are left out. An assistant message
+    with no text at all (only reasoning or tool parts, which this Worker itself sends) is
+    left out whole, so the conversation can go on. Then the same rules as /api/chat
+    apply, with field names pointing at the UIMessage.
     """
     if not isinstance(payload, dict):
         raise invalid_request("The request body must be a JSON object.")
@@ -116,11 +150,18 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.")
     plain = []
+    positions = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
             raise invalid_request(f"messages[{index}] must be a UI message with a list of parts.")
         texts = [part.get("text") for part in message["parts"] if isinstance(part, dict) and part.get("type") == "text"]
         if not all(isinstance(text, str) for text in texts):
             raise invalid_request(f"messages[{index}].parts: a text part needs a string text.")
-        plain.append({"role": message.get("role"), "content": "".join(texts)})
-    return validate_chat({**payload, "messages": plain}, config)
+        content = "".join(texts)
+        if message.get("role") == "assistant" and not content.strip(WHITESPACE):
+            continue
+        plain.append({"role": message.get("role"), "content": content})
+        positions.append(index)
+    if not plain:
+        raise invalid_request("messages holds no message with text.")
+    return _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)

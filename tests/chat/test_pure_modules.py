@@ -7,7 +7,7 @@ import pytest
 from chat.api_errors import ApiError, binding_error_code
 from chat.config import Config, ConfigError
 from chat.http import origin_allowed, prefers_ndjson
-from chat.validation import is_json_media_type, parse_json_body, validate_chat
+from chat.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 
 CONFIG = Config(model="@cf/m", max_messages=3, max_input_chars=20, max_tokens=100)
 
@@ -60,6 +60,78 @@ def test_invalid_turns_say_which_field(payload, field):
     assert caught.value.status == 400 and caught.value.code == "invalid_request" and field in caught.value.message
 
 
+@pytest.mark.parametrize(
+    ("body", "code", "words"),
+    [
+        pytest.param(b'{"messages":' + b"[" * 5000 + b"]" * 5000 + b"}", "invalid_json", "deeper than 64", id="deep-arrays"),
+        pytest.param(b'{"a":' * 5000 + b"1" + b"}" * 5000, "invalid_json", "deeper than 64", id="deep-objects"),
+        pytest.param(b'{"messages":[{"role":"user","content":' + b"[" * 100 + b"]" * 100 + b"}]}", "invalid_json", "deeper", id="deep-in-a-message"),
+        pytest.param(b'{"temperature": NaN}', "invalid_json", "not valid JSON", id="nan"),
+        pytest.param(b'{"temperature": -Infinity}', "invalid_json", "not valid JSON", id="infinity"),
+        pytest.param(b'{"max_tokens": ' + b"9" * 5000 + b"}", "invalid_request", "too many digits", id="integer-over-digit-limit"),
+    ],
+)
+def test_hostile_json_bodies_get_a_clear_400_without_a_recursive_parse(body, code, words):
+    with pytest.raises(ApiError) as caught:
+        parse_json_body(body)
+    assert (caught.value.status, caught.value.code) == (400, code) and words in caught.value.message
+
+
+def test_a_float_too_large_for_max_tokens_is_out_of_range_not_a_crash():
+    with pytest.raises(ApiError, match="between 1 and 100"):
+        validate_chat(parse_json_body(b'{"messages":[{"role":"user","content":"a"}],"max_tokens":1e400}'), CONFIG)
+
+
+@pytest.mark.parametrize(
+    ("content", "blank"),
+    [
+        pytest.param(" \t\r\n\u00a0\u2003\u3000\ufeff", True, id="ecmascript-whitespace-is-blank"),
+        pytest.param("\x1c", False, id="file-separator-is-text"),
+        pytest.param("\x85", False, id="next-line-is-text"),
+        pytest.param(" a ", False, id="text"),
+    ],
+)
+def test_blank_content_follows_the_published_schemas_whitespace(content, blank):
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    schema = yaml.safe_load(Path("docs/openapi.yaml").read_text())["components"]["schemas"]["ChatTurn"]
+    pattern = schema["properties"]["messages"]["items"]["properties"]["content"]["pattern"]
+    assert (re.search(pattern, content) is None) is blank
+    payload = {"messages": [{"role": "user", "content": content}]}
+    if blank:
+        with pytest.raises(ApiError, match="content"):
+            validate_chat(payload, CONFIG)
+    else:
+        assert validate_chat(payload, CONFIG).messages[0]["content"] == content
+
+
+def ui(role, *parts):
+    return {"role": role, "parts": list(parts)}
+
+
+def test_ui_chat_skips_assistant_messages_with_only_reasoning_or_tool_parts():
+    turn = validate_ui_chat(
+        {"messages": [
+            ui("user", {"type": "text", "text": "first"}),
+            ui("assistant", {"type": "reasoning", "text": "thinking"}, {"type": "tool-weather", "input": {"city": "x"}}),
+            ui("user", {"type": "text", "text": "again"}),
+        ]},
+        CONFIG,
+    )
+    assert [m["content"] for m in turn.messages] == ["first", "again"]
+
+
+def test_ui_chat_errors_name_the_clients_own_message_index_after_skipping():
+    with pytest.raises(ApiError, match=r"messages\[2\]\.role"):
+        validate_ui_chat(
+            {"messages": [ui("user", {"type": "text", "text": "a"}), ui("assistant"), ui("robot", {"type": "text", "text": "b"})]},
+            CONFIG,
+        )
+
+
 def test_json_bodies_must_be_utf8_json():
     assert parse_json_body(b'{"a": 1}') == {"a": 1}
     for body in (b"\xff{}", b"{", b""):
@@ -98,7 +170,8 @@ def test_origins_without_a_list_are_open_and_same_origin_always_passes():
 
 @pytest.mark.parametrize(
     ("message", "code"),
-    [("3040: Capacity temporarily exceeded", 3040), ("Error: 3036: limited", 3036), ("boom", None), ("AiError: no code: here", None)],
+    [("3040: Capacity temporarily exceeded", 3040), ("Error: 3036: limited", 3036), ("boom", None), ("AiError: no code: here", None),
+     ("a: " * 5000 + "3040: deep", None), ("x" * 100_000 + ": 3040: late", None)],
 )
 def test_binding_error_codes_are_read_from_the_message(message, code):
     assert binding_error_code(message) == code

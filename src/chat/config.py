@@ -24,6 +24,7 @@ class Config:
     start_timeout_ms: int = 15_000
     idle_timeout_ms: int = 30_000
     ping_interval_ms: int = 15_000
+    client_timeout_ms: int = 60_000
     allowed_origins: tuple[str, ...] = ()  # empty: any origin
     padding: int = 32  # longest random padding on delta events; 0 turns it off
     auth_token: str | None = None
@@ -70,6 +71,7 @@ class Config:
             start_timeout_ms=integer("START_TIMEOUT_MS", cls.start_timeout_ms, 1),
             idle_timeout_ms=integer("IDLE_TIMEOUT_MS", cls.idle_timeout_ms, 1),
             ping_interval_ms=integer("PING_INTERVAL_MS", cls.ping_interval_ms, 1),
+            client_timeout_ms=integer("CLIENT_TIMEOUT_MS", cls.client_timeout_ms, 1),
             allowed_origins=names("ALLOWED_ORIGINS"),
             padding=integer("PADDING", cls.padding, 0),
             auth_token=read("AUTH_TOKEN") or None,

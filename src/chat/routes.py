@@ -136,7 +136,8 @@ async def _chat(
     reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
     relay = StreamRelay(
         upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route=route,
-        ping_interval_ms=config.ping_interval_ms, idle_timeout_ms=config.idle_timeout_ms, keep_alive=exchange.keep_alive,
+        ping_interval_ms=config.ping_interval_ms, idle_timeout_ms=config.idle_timeout_ms,
+        client_timeout_ms=config.client_timeout_ms, keep_alive=exchange.keep_alive,
     )
     stream_headers = {"content-type": encoder.content_type, **http.STREAM_HEADERS, **(headers or {})}
     return exchange.response(relay.readable(), 200, stream_headers)

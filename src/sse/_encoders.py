@@ -31,6 +31,7 @@ ERROR_MESSAGES: Mapping[str, str] = MappingProxyType(
         "upstream_timeout": "The model stopped sending data.",
         "upstream_incomplete": "The model stream ended before it was complete.",
         "upstream_malformed": "The model stream could not be read.",
+        "client_timeout": "The stream waited too long for the client to read it.",
         "internal_error": "An internal error ended the stream.",
     }
 )

@@ -131,6 +131,14 @@ class Reframer:
         return self._normalizer.done
 
     @property
+    def model_events(self) -> int:
+        """How many upstream events carried model output so far (text, reasoning or a
+        tool call). Keep-alive comments, blank lines and unreadable frames add nothing,
+        so a caller can tell a model that is producing from one that only keeps the
+        connection open."""
+        return self._chunks + self._reasoning_chunks + self._normalizer.tool_calls
+
+    @property
     def stats(self) -> ReframerStats:
         """A snapshot of what has been seen and emitted so far."""
         normalizer = self._normalizer

@@ -1,0 +1,105 @@
+"""How streams end, and whom a timeout blames, in the real runtime: `done` at the model's
+`[DONE]` whatever follows it, an idle timer that only model output resets, and a slow
+reader that is never mistaken for a silent model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import httpx
+
+from tests.runtime.client import chat
+from tests.runtime.harness import RuntimeOptions
+from tests.runtime.scripts import DONE, blank_lines, comment, error, hang, native, prompts, sleep
+
+IDLE_TIMEOUT_S = 1.5
+CLIENT_TIMEOUT_S = 6.0
+BIG_TEXT = "x" * 8000
+BIG_FRAMES = 4000  # 32 MB of model text: more than every buffer between the Worker and the reader holds
+
+SCRIPTS = {
+    "done then hang": [native("complete"), DONE, hang()],
+    "done then error": [native("complete"), DONE, sleep(50), error("provider says no after the end")],
+    "done then comments": [native("complete"), DONE, *[comment("keep-alive"), sleep(100)] * 100],
+    "only comments": [native("a"), *[comment("keep-alive"), sleep(100)] * 100],
+    "only blank lines": [native("a"), *[blank_lines(1), sleep(100)] * 100],
+    "a lot, fast": [native(BIG_TEXT, repeat=BIG_FRAMES), DONE],
+    "endless": [native(BIG_TEXT, repeat=100_000), DONE],
+}
+ENDINGS = RuntimeOptions(
+    ai_script=json.dumps(prompts(SCRIPTS)),
+    variables=(("CLIENT_TIMEOUT_MS", "6000"), ("IDLE_TIMEOUT_MS", "1500"), ("PING_INTERVAL_MS", "300")),
+)
+
+
+def ask(prompt: str) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}]}
+
+
+async def test_done_comes_at_once_after_done_and_the_upstream_is_cancelled_whatever_follows(start_runtime, http):
+    runtime = start_runtime(ENDINGS)
+    for prompt in ("done then hang", "done then error", "done then comments"):
+        mark = len(runtime.lines)
+        began = time.monotonic()
+        result = await chat(http, runtime.url, ask(prompt))
+        assert result.text == "complete", prompt
+        assert result.terminal.name == "done" and result.names.count("done") == 1, prompt
+        assert "error" not in result.names, prompt
+        assert time.monotonic() - began < IDLE_TIMEOUT_S, f"{prompt}: done waited for the upstream to close"
+        runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+        completed = runtime.wait_for_record("chat_stream_completed", since=mark, request_id=result.headers["x-request-id"])
+        assert "code" not in completed
+
+
+async def test_keep_alives_from_the_model_do_not_reset_the_idle_timer(start_runtime, http):
+    runtime = start_runtime(ENDINGS)
+    for prompt in ("only comments", "only blank lines"):
+        mark = len(runtime.lines)
+        began = time.monotonic()
+        result = await chat(http, runtime.url, ask(prompt))
+        assert result.text == "a"
+        assert result.terminal.name == "error" and result.terminal.data["code"] == "upstream_timeout", prompt
+        # The script keeps sending keep-alives for ten seconds; the timeout comes first.
+        assert time.monotonic() - began < 3 * IDLE_TIMEOUT_S + 2, prompt
+        runtime.wait_for_record("chat_stream_failed", since=mark, code="upstream_timeout")
+        runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+
+
+async def test_a_reader_that_pauses_longer_than_the_idle_timeout_still_gets_the_whole_answer(start_runtime):
+    runtime = start_runtime(ENDINGS)
+    mark = len(runtime.lines)
+    received = bytearray()
+    async with httpx.AsyncClient(timeout=60) as client:
+        async with client.stream("POST", runtime.url + "/api/chat", json=ask("a lot, fast")) as response:
+            chunks = response.aiter_raw()
+            received += await anext(chunks)
+            # Stop reading: buffers fill, backpressure holds the upstream back. That wait
+            # is the reader's, not the model's.
+            await asyncio.sleep(2 * IDLE_TIMEOUT_S + 0.5)  # under the client timeout
+            async for chunk in chunks:
+                received += chunk
+    body = received.decode()
+    last_event = body.rstrip("\n").rsplit("\n\n", 1)[-1]
+    assert last_event.startswith("event: done\n"), body[-300:]
+    assert body.count("event: done\n") == 1 and "event: error\n" not in body
+    assert body.count(BIG_TEXT) == BIG_FRAMES
+    runtime.wait_for_record("chat_stream_completed", since=mark, request_id=response.headers["x-request-id"])
+
+
+async def test_a_reader_that_never_reads_again_is_dropped_after_the_client_timeout(start_runtime):
+    runtime = start_runtime(ENDINGS)
+    mark = len(runtime.lines)
+    async with httpx.AsyncClient(timeout=60) as client:
+        async with client.stream("POST", runtime.url + "/api/chat", json=ask("endless")) as response:
+            chunks = response.aiter_raw()  # kept: a collected iterator would close the response
+            await anext(chunks)
+            request_id = response.headers["x-request-id"]
+            failed = await asyncio.to_thread(
+                runtime.wait_for_record, "chat_stream_failed", mark, CLIENT_TIMEOUT_S + 10, request_id=request_id
+            )
+    assert failed["code"] == "client_timeout"
+    cancelled = runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert cancelled["pulls"] < 100_000, "the generation stopped, it did not run to the end"
+    assert not any(r["event"] == "ai_upstream_finished" for r in runtime.records(mark))

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,7 @@ def crash_lines(lines: Iterable[str]) -> list[str]:
 class RuntimeOptions:
     """What a runtime is started with; equal options can share one runtime."""
 
-    ai_script: str | None = None  # the script as JSON text
+    ai_script: str | None = None  # the script as JSON text (tests/runtime/scripts.py builds it)
     ai_format: str = "native"
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
@@ -62,13 +62,6 @@ class RuntimeOptions:
     ai_stamp_tokens: bool = False
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
-
-    @staticmethod
-    def scripted(steps: Sequence[dict[str, Any]] = (), fail_start: str | None = None, **kwargs: Any) -> RuntimeOptions:
-        script: dict[str, Any] = {"steps": list(steps)}
-        if fail_start is not None:
-            script["fail_start"] = fail_start
-        return RuntimeOptions(ai_script=json.dumps(script), **kwargs)
 
 
 @dataclass

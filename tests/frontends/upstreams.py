@@ -3,12 +3,8 @@ and CLI tests so that both reuse the same runtimes (each start costs seconds).""
 
 from __future__ import annotations
 
-import json
+from tests.runtime.scripts import done_frame, echo, error, native_frame, scripted_options, sleep, usage_frame
 
-from tests.runtime.harness import RuntimeOptions
-
-DONE = {"send": "data: [DONE]\n\n"}
-USAGE = {"send": 'data: {"response":"","usage":{"prompt_tokens":9,"completion_tokens":17,"total_tokens":26}}\n\n'}
 STEP_MS = 100
 
 # A readable answer, for the screenshot as much as for the assertions.
@@ -19,10 +15,6 @@ STORY = (
 )
 
 
-def frame(text: str) -> dict[str, str]:
-    return {"send": "data: " + json.dumps({"response": text, "p": "pad"}) + "\n\n"}
-
-
 def expected_answer(question: str) -> str:
     return f'You asked: "{question}".\n\n' + "".join(STORY)
 
@@ -31,20 +23,20 @@ def expected_answer(question: str) -> str:
 # piece every STEP_MS: about 1.3 s from the first text to `done`. At most three messages
 # a conversation, so the CLI's history test can show its history is sent (the page's
 # longest conversation has three).
-SLOW_ANSWER = RuntimeOptions.scripted(
-    [frame('You asked: "'), {"echo": True}, frame('".\n\n')]
-    + [step for piece in STORY for step in ({"sleep_ms": STEP_MS}, frame(piece))]
-    + [USAGE, DONE],
-    variables=(("MAX_MESSAGES", "3"),),
+SLOW_ANSWER = scripted_options(
+    [native_frame('You asked: "'), echo(), native_frame('".\n\n')]
+    + [step for piece in STORY for step in (sleep(STEP_MS), native_frame(piece))]
+    + [usage_frame(9, 17), done_frame()],
+    variables={"MAX_MESSAGES": "3"},
 )
 MAX_MESSAGES = 3
 SLOW_ANSWER_CHUNKS = 3 + len(STORY)
 
 # Some text, then silence with keep-alive pings, then the model's stream fails.
-FAILING = RuntimeOptions.scripted(
-    [frame("Hello"), {"sleep_ms": 1500}, {"error": "provider detail 42"}],
-    variables=(("PING_INTERVAL_MS", "200"),),
+FAILING = scripted_options(
+    [native_frame("Hello"), sleep(1500), error("provider detail 42")],
+    variables={"PING_INTERVAL_MS": "200"},
 )
 
 # The model refuses to start: a 429 with Retry-After before any stream.
-RATE_LIMITED = RuntimeOptions.scripted([], fail_start="3040: Capacity temporarily exceeded")
+RATE_LIMITED = scripted_options(fail_start="3040: Capacity temporarily exceeded")

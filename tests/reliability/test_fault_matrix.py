@@ -5,66 +5,69 @@ emulator picks each scenario's script by the prompt."""
 
 from __future__ import annotations
 
-import base64
-import json
-
 import pytest
 
 from tests.runtime.client import chat
-from tests.runtime.harness import RuntimeOptions
+from tests.runtime.scripts import (
+    Step,
+    done_frame,
+    error,
+    hang,
+    native_frame,
+    repeat,
+    script,
+    scripted_options,
+    send,
+    send_bytes,
+    sleep,
+    usage_frame,
+)
 
 TOKENS = ["Alpha ", "beta ", "gamma ", "delta ", "omega"]
 POSITIONS = {"first": 0, "middle": 2, "last": len(TOKENS)}
-USAGE = {"send": 'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}\n\n'}
-DONE = {"send": "data: [DONE]\n\n"}
 
 
-def token(text: str) -> dict[str, str]:
-    return {"send": "data: " + json.dumps({"response": text, "p": "pp"}) + "\n\n"}
-
-
-def paced(tokens: list[str]) -> list[dict]:
-    steps: list[dict] = []
+def paced(tokens: list[str]) -> list[Step]:
+    steps: list[Step] = []
     for text in tokens:
-        steps += [token(text), {"sleep_ms": 60}]
+        steps += [native_frame(text), sleep(60)]
     return steps
 
 
-def stream_scenarios() -> dict[str, tuple[list[dict], str, str, str]]:
+def stream_scenarios() -> dict[str, tuple[list[Step], str, str, str]]:
     """prompt -> (steps, expected terminal, expected code or "", expected text)."""
     table = {}
     for where, k in POSITIONS.items():
         head, text = paced(TOKENS[:k]), "".join(TOKENS[:k])
-        table[f"error at {where}"] = ([*head, {"error": "provider said 42"}], "error", "generation_failed", text)
-        table[f"hang at {where}"] = ([*head, {"hang": True}], "error", "upstream_timeout", text)
+        table[f"error at {where}"] = ([*head, error("provider said 42")], "error", "generation_failed", text)
+        table[f"hang at {where}"] = ([*head, hang()], "error", "upstream_timeout", text)
         table[f"truncation at {where}"] = (head, "error", "upstream_incomplete", text)
-        malformed = [*head, {"send": "data: {\"response\": oops\n\n"}, *paced(TOKENS[k:]), USAGE, DONE]
+        malformed = [*head, send('data: {"response": oops\n\n'), *paced(TOKENS[k:]), usage_frame(3, 5), done_frame()]
         table[f"malformed frame at {where}"] = (malformed, "done", "", "".join(TOKENS))
-    table["over-long line"] = ([*paced(TOKENS[:2]), {"repeat": 1100, "send": "y" * 1024}, DONE], "error", "upstream_malformed", "".join(TOKENS[:2]))
+    table["over-long line"] = ([*paced(TOKENS[:2]), repeat(1100, "y" * 1024), done_frame()], "error", "upstream_malformed", "".join(TOKENS[:2]))
     invalid = b'data: {"response": "bad \xc3\x28 bytes"}\n\n'
-    table["invalid utf-8"] = ([{"send_b64": base64.b64encode(invalid).decode()}, USAGE, DONE], "done", "", "bad \ufffd( bytes")
+    table["invalid utf-8"] = ([send_bytes(invalid), usage_frame(3, 5), done_frame()], "done", "", "bad \ufffd( bytes")
     return table
 
 
 STREAMS = stream_scenarios()
 DISCONNECTS = {f"disconnect at {where}": k + 1 if k < len(TOKENS) else len(TOKENS) for where, k in POSITIONS.items()}
 START_FAILURES = {
-    "start 3040": ({"fail_start": "3040: Capacity temporarily exceeded"}, 429, "rate_limited"),
-    "start 3036": ({"fail_start": "3036: Daily free allocation exhausted"}, 429, "rate_limited"),
-    "start 5007": ({"fail_start": "5007: No such model"}, 502, "model_unavailable"),
-    "start 5000": ({"fail_start": "5000: Internal error"}, 502, "model_unavailable"),
-    "start timeout": ({"start_delay_ms": 2500, "steps": [DONE]}, 504, "upstream_timeout"),
+    "start 3040": (script(fail_start="3040: Capacity temporarily exceeded"), 429, "rate_limited"),
+    "start 3036": (script(fail_start="3036: Daily free allocation exhausted"), 429, "rate_limited"),
+    "start 5007": (script(fail_start="5007: No such model"), 502, "model_unavailable"),
+    "start 5000": (script(fail_start="5000: Internal error"), 502, "model_unavailable"),
+    "start timeout": (script([done_frame()], start_delay_ms=2500), 504, "upstream_timeout"),
 }
 
 
 @pytest.fixture
 def matrix_runtime(start_runtime):
-    prompts = {prompt: {"steps": steps} for prompt, (steps, *_rest) in STREAMS.items()}
-    prompts |= {prompt: {"steps": [*paced(TOKENS), {"sleep_ms": 1500}, USAGE, DONE]} for prompt in DISCONNECTS}
-    prompts |= {prompt: script for prompt, (script, *_rest) in START_FAILURES.items()}
-    script = json.dumps({"prompts": prompts, "steps": [DONE]})
-    variables = (("IDLE_TIMEOUT_MS", "800"), ("PING_INTERVAL_MS", "300"), ("START_TIMEOUT_MS", "1000"))
-    return start_runtime(RuntimeOptions(ai_script=script, variables=variables))
+    prompts = {prompt: script(steps) for prompt, (steps, *_rest) in STREAMS.items()}
+    prompts |= {prompt: script([*paced(TOKENS), sleep(1500), usage_frame(3, 5), done_frame()]) for prompt in DISCONNECTS}
+    prompts |= {prompt: start_script for prompt, (start_script, *_rest) in START_FAILURES.items()}
+    variables = {"IDLE_TIMEOUT_MS": "800", "PING_INTERVAL_MS": "300", "START_TIMEOUT_MS": "1000"}
+    return start_runtime(scripted_options([done_frame()], prompts=prompts, variables=variables))
 
 
 def turn(prompt: str) -> dict:

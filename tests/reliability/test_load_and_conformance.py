@@ -13,17 +13,17 @@ import pytest
 from tests.runtime.client import chat
 from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
 from tests.runtime.processes import workerd_rss_bytes
+from tests.runtime.scripts import done_frame, echo, scripted_options, sleep, usage_frame
 
 # CI runs the heavy suite reduced; RELIABILITY_SCALE=full runs the sizes of the claim.
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"
 REQUESTS, CONCURRENCY = (1000, 100) if FULL else (300, 50)
-USAGE = {"send": 'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n'}
-ECHO_TWICE = [{"sleep_ms": 20}, {"echo": True}, {"sleep_ms": 30}, {"echo": True}, USAGE, {"send": "data: [DONE]\n\n"}]
+ECHO_TWICE = [sleep(20), echo(), sleep(30), echo(), usage_frame(3, 2), done_frame()]
 
 
 @pytest.mark.heavy
 async def test_mixed_load_keeps_every_stream_its_own_and_memory_returns(start_runtime):
-    runtime = start_runtime(RuntimeOptions.scripted(ECHO_TWICE))
+    runtime = start_runtime(scripted_options(ECHO_TWICE))
     rss_before = workerd_rss_bytes(runtime)
     kinds = ["valid"] * 6 + ["invalid"] * 2 + ["cancelled"] * 2
     plan = [random.Random(7).choice(kinds) for _ in range(REQUESTS)]

@@ -1,20 +1,22 @@
 """Start the real local runtime (devtools/dev.py: wrangler dev, workerd, Pyodide) for tests.
 
 A `LocalRuntime` is one `make dev`-equivalent process on a free port, with its stdout
-collected so tests can assert on the Worker's and the emulator's log lines.
+collected so tests can assert on the Worker's and the emulator's log lines, and so that a
+crash of the runtime fails the tests that were using it (tests/conftest.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +29,32 @@ ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 120.0
 HUNG_REPORT = "detected that your Worker's code had hung"
 
+# In Pyodide a stack overflow or an out-of-memory is not a Python exception: workerd aborts
+# the isolate, every stream in flight is cut, and wrangler restarts the runtime, after
+# which requests succeed again. Only the runtime's output tells, in these words.
+CRASH_MARKERS = (
+    "Pyodide has suffered a fatal error",
+    "Fatal uncaught",
+    "abortIsolate",
+    "crashed unexpectedly",
+)
+# wrangler colours its output: CSI sequences such as "\x1b[41;97m" may sit inside a marker.
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
+# The crash is printed shortly after the cut-off requests return (about 50 ms measured).
+OUTPUT_QUIET_S = 0.2
+
+
+def crash_lines(lines: Iterable[str]) -> list[str]:
+    """The lines, without colour codes, that report a crash of the runtime."""
+    plain = (ANSI_ESCAPE.sub("", line) for line in lines)
+    return [line for line in plain if any(marker in line for marker in CRASH_MARKERS)]
+
 
 @dataclass(frozen=True, kw_only=True)
 class RuntimeOptions:
     """What a runtime is started with; equal options can share one runtime."""
 
-    ai_script: str | None = None  # the script as JSON text
+    ai_script: str | None = None  # the script as JSON text (tests/runtime/scripts.py builds it)
     ai_format: str = "native"
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
@@ -41,13 +63,6 @@ class RuntimeOptions:
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
 
-    @staticmethod
-    def scripted(steps: Sequence[dict[str, Any]] = (), fail_start: str | None = None, **kwargs: Any) -> RuntimeOptions:
-        script: dict[str, Any] = {"steps": list(steps)}
-        if fail_start is not None:
-            script["fail_start"] = fail_start
-        return RuntimeOptions(ai_script=json.dumps(script), **kwargs)
-
 
 @dataclass
 class LocalRuntime:
@@ -55,6 +70,8 @@ class LocalRuntime:
     port: int = field(default_factory=free_port)
     lines: list[str] = field(default_factory=list)
     _process: subprocess.Popen[str] | None = None
+    _collector: threading.Thread | None = None
+    _last_line_at: float = 0.0  # time.monotonic() when the last line arrived
     _script_file: Path | None = None
 
     @property
@@ -83,7 +100,8 @@ class LocalRuntime:
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             encoding="utf-8", errors="replace", start_new_session=True,
         )
-        threading.Thread(target=self._collect, daemon=True).start()
+        self._collector = threading.Thread(target=self._collect, daemon=True)
+        self._collector.start()
         self._wait_until_serving()
         return self
 
@@ -91,6 +109,7 @@ class LocalRuntime:
         assert self._process is not None and self._process.stdout is not None
         for line in self._process.stdout:
             self.lines.append(line.rstrip("\n"))
+            self._last_line_at = time.monotonic()
 
     def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -122,6 +141,8 @@ class LocalRuntime:
             except subprocess.TimeoutExpired:
                 os.killpg(self._process.pid, signal.SIGKILL)
                 self._process.wait()
+        if self._collector is not None:
+            self._collector.join(timeout=10)  # every line printed before the end is read
         if self._script_file is not None:
             self._script_file.unlink(missing_ok=True)
 
@@ -161,13 +182,34 @@ class LocalRuntime:
     def hung_reports(self) -> list[str]:
         return [line for line in self.lines if HUNG_REPORT in line]
 
+    def crash_lines(self, since: int = 0) -> list[str]:
+        """Lines from index `since` on that report a crash of the runtime (colour codes removed)."""
+        return crash_lines(self.lines[since:])
+
+    def wait_until_quiet(self, quiet: float = OUTPUT_QUIET_S, timeout: float = 2.0) -> None:
+        """Wait until nothing has been printed for `quiet` seconds, counted from now at the
+        earliest: output about a request can arrive after its response."""
+        if self._collector is None or not self._collector.is_alive():
+            return  # stopped: everything it printed has been read
+        start = time.monotonic()
+        deadline = start + timeout
+        while (now := time.monotonic()) < deadline:
+            silent_for = now - max(start, self._last_line_at)
+            if silent_for >= quiet:
+                return
+            time.sleep(quiet - silent_for)
+
 
 class RuntimePool:
-    """Keeps a few runtimes alive across tests, keyed by their options."""
+    """Keeps a few runtimes alive across tests, keyed by their options, and remembers which
+    runtimes each test used so that a crash fails the test that saw it."""
 
     def __init__(self, capacity: int = 2) -> None:
         self._capacity = capacity
         self._runtimes: dict[RuntimeOptions, LocalRuntime] = {}
+        self.started: list[LocalRuntime] = []  # every runtime started, running or stopped
+        self._test_marks: dict[int, int] = {}  # id(runtime) -> its line count when the test began
+        self._used_in_test: dict[int, LocalRuntime] = {}
 
     def get(self, options: RuntimeOptions) -> LocalRuntime:
         runtime = self._runtimes.pop(options, None)
@@ -175,9 +217,31 @@ class RuntimePool:
             while len(self._runtimes) >= self._capacity:
                 oldest = next(iter(self._runtimes))
                 self._runtimes.pop(oldest).stop()
-            runtime = LocalRuntime(options).start()
+            runtime = LocalRuntime(options)
+            self.started.append(runtime)
+            runtime.start()
         self._runtimes[options] = runtime  # most recently used last
+        self._used_in_test[id(runtime)] = runtime
         return runtime
+
+    def begin_test(self) -> None:
+        """Forget the runtimes used so far and note where each running one's output stands."""
+        self._test_marks = {id(runtime): len(runtime.lines) for runtime in self._runtimes.values()}
+        self._used_in_test = {}
+
+    def crash_lines_in_test(self) -> list[str]:
+        """Crash lines printed since `begin_test` by the runtimes handed out since, each
+        prefixed with its runtime's address; waits for their output to settle first."""
+        found = []
+        for runtime in self._used_in_test.values():
+            runtime.wait_until_quiet()
+            since = self._test_marks.get(id(runtime), 0)  # 0: started during the test
+            found += [f"{runtime.url}: {line}" for line in runtime.crash_lines(since)]
+        return found
+
+    def crash_lines(self) -> list[str]:
+        """Crash lines printed by any runtime this pool started, prefixed with its address."""
+        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines()]
 
     def close(self) -> None:
         for runtime in self._runtimes.values():

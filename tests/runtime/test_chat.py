@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 
 import httpx
@@ -11,17 +10,20 @@ import pytest
 
 from tests.runtime.client import USER, chat
 from tests.runtime.harness import RuntimeOptions
-
-DONE = {"send": "data: [DONE]\n\n"}
-USAGE = {"send": 'data: {"response":"","usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}\n\n'}
-
-
-def frame(text: str) -> dict[str, str]:
-    return {"send": "data: " + json.dumps({"response": text, "p": "xyz"}) + "\n\n"}
-
-
-def scripted(steps, fail_start=None, **variables) -> RuntimeOptions:
-    return RuntimeOptions.scripted(steps, fail_start, variables=tuple(sorted(variables.items())))
+from tests.runtime.scripts import (
+    done_frame,
+    echo,
+    error,
+    hang,
+    native_frame,
+    repeat,
+    script,
+    scripted_options,
+    send,
+    send_bytes,
+    sleep,
+    usage_frame,
+)
 
 
 # --- a normal answer ------------------------------------------------------------------
@@ -195,9 +197,9 @@ async def test_openai_format_upstream_gives_the_same_protocol_with_finish_reason
 
 
 async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime, http):
-    script = {"models": {"@cf/a": {"fail_start": "5007: No such model"}, "@cf/b": {"fail_start": "3040: Capacity temporarily exceeded"}},
-              "steps": [{"echo": True}, DONE]}
-    runtime = start_runtime(RuntimeOptions(ai_script=json.dumps(script), variables=(("FALLBACK_MODELS", "@cf/b, @cf/c"), ("MODEL", "@cf/a"))))
+    models = {"@cf/a": script(fail_start="5007: No such model"), "@cf/b": script(fail_start="3040: Capacity temporarily exceeded")}
+    runtime = start_runtime(scripted_options([echo(), done_frame()], models=models,
+                                             variables={"FALLBACK_MODELS": "@cf/b, @cf/c", "MODEL": "@cf/a"}))
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
     assert result.events[0].data["model"] == "@cf/c" and result.text == USER[0]["content"]
@@ -216,7 +218,7 @@ async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime
     ],
 )
 async def test_start_failures_map_to_status_codes_without_provider_details(start_runtime, http, binding_message, status, code):
-    runtime = start_runtime(scripted([], fail_start=binding_message))
+    runtime = start_runtime(scripted_options(fail_start=binding_message))
     response = await http.post(runtime.url + "/api/chat", json={"messages": USER})
     assert response.status_code == status
     assert response.json()["error"]["code"] == code
@@ -226,8 +228,7 @@ async def test_start_failures_map_to_status_codes_without_provider_details(start
 
 
 async def test_a_model_that_does_not_start_in_time_is_a_504(start_runtime, http):
-    script = {"start_delay_ms": 3000, "steps": [DONE]}
-    runtime = start_runtime(RuntimeOptions(ai_script=json.dumps(script), variables=(("START_TIMEOUT_MS", "500"),)))
+    runtime = start_runtime(scripted_options([done_frame()], start_delay_ms=3000, variables={"START_TIMEOUT_MS": "500"}))
     response = await http.post(runtime.url + "/api/chat", json={"messages": USER})
     assert response.status_code == 504 and response.json()["error"]["code"] == "upstream_timeout"
 
@@ -236,7 +237,7 @@ async def test_a_model_that_does_not_start_in_time_is_a_504(start_runtime, http)
 
 
 async def test_upstream_error_mid_stream_ends_with_generation_failed(start_runtime, http):
-    runtime = start_runtime(scripted([frame("Hello"), {"sleep_ms": 100}, {"error": "internal detail 42"}]))
+    runtime = start_runtime(scripted_options([native_frame("Hello"), sleep(100), error("internal detail 42")]))
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
     assert result.text == "Hello"
@@ -247,21 +248,21 @@ async def test_upstream_error_mid_stream_ends_with_generation_failed(start_runti
 
 
 async def test_upstream_that_ends_without_done_is_reported_incomplete(start_runtime, http):
-    runtime = start_runtime(scripted([frame("Hel"), frame("lo")]))
+    runtime = start_runtime(scripted_options([native_frame("Hel"), native_frame("lo")]))
     result = await chat(http, runtime.url)
     assert result.text == "Hello"
     assert result.terminal.data["code"] == "upstream_incomplete"
 
 
 async def test_malformed_frames_are_skipped_and_counted(start_runtime, http):
-    runtime = start_runtime(scripted([frame("a"), {"send": "data: {not json\n\n"}, {"send": "data: [1,2]\n\n"}, frame("b"), USAGE, DONE]))
+    runtime = start_runtime(scripted_options([native_frame("a"), send("data: {not json\n\n"), send("data: [1,2]\n\n"), native_frame("b"), usage_frame(5, 2), done_frame()]))
     result = await chat(http, runtime.url)
     assert result.text == "ab"
     assert result.terminal.name == "done" and result.terminal.data["skipped"] == 2
 
 
 async def test_a_line_over_the_cap_ends_with_upstream_malformed_and_cancels_upstream(start_runtime, http):
-    runtime = start_runtime(scripted([frame("a"), {"repeat": 1100, "send": "x" * 1024}, DONE]))
+    runtime = start_runtime(scripted_options([native_frame("a"), repeat(1100, "x" * 1024), done_frame()]))
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
     assert result.text == "a"
@@ -270,7 +271,7 @@ async def test_a_line_over_the_cap_ends_with_upstream_malformed_and_cancels_upst
 
 
 async def test_silence_brings_pings_then_an_idle_timeout_that_cancels_upstream(start_runtime, http):
-    runtime = start_runtime(scripted([frame("a"), {"hang": True}], PING_INTERVAL_MS="300", IDLE_TIMEOUT_MS="1500"))
+    runtime = start_runtime(scripted_options([native_frame("a"), hang()], variables={"PING_INTERVAL_MS": "300", "IDLE_TIMEOUT_MS": "1500"}))
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
     assert result.text == "a"
@@ -283,7 +284,7 @@ async def test_silence_brings_pings_then_an_idle_timeout_that_cancels_upstream(s
 
 async def test_invalid_utf8_from_upstream_becomes_replacement_characters(start_runtime, http):
     raw = b'data: {"response": "ok \xff\xfe"}\n\n'
-    runtime = start_runtime(scripted([{"send_b64": base64.b64encode(raw).decode()}, DONE]))
+    runtime = start_runtime(scripted_options([send_bytes(raw), done_frame()]))
     result = await chat(http, runtime.url)
     assert result.terminal.name == "done"
     assert result.text == "ok \ufffd\ufffd"
@@ -297,8 +298,8 @@ async def test_invalid_utf8_from_upstream_becomes_replacement_characters(start_r
 async def test_first_delta_arrives_long_before_the_end(start_runtime, http):
     steps = []
     for i in range(10):
-        steps += [frame(f"t{i} "), {"sleep_ms": 100}]
-    runtime = start_runtime(scripted([*steps, USAGE, DONE]))
+        steps += [native_frame(f"t{i} "), sleep(100)]
+    runtime = start_runtime(scripted_options([*steps, usage_frame(5, 2), done_frame()]))
     result = await chat(http, runtime.url)
     first_delta = next(e for e in result.events if e.name == "delta")
     assert result.terminal.at - first_delta.at >= 0.7
@@ -306,7 +307,7 @@ async def test_first_delta_arrives_long_before_the_end(start_runtime, http):
 
 
 async def test_fifty_concurrent_streams_each_get_exactly_their_own_content(start_runtime, http):
-    runtime = start_runtime(scripted([{"sleep_ms": 100}, {"echo": True}, {"sleep_ms": 100}, {"echo": True}, USAGE, DONE]))
+    runtime = start_runtime(scripted_options([sleep(100), echo(), sleep(100), echo(), usage_frame(5, 2), done_frame()]))
     mark = len(runtime.lines)
     secrets = [f"conversation {i} secret-{i * 7919}" for i in range(50)]
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=60)) as client:

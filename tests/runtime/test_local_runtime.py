@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import time
 
@@ -11,6 +10,7 @@ import httpx
 import pytest
 
 from tests.runtime.harness import RuntimeOptions
+from tests.runtime.scripts import done_frame, echo, error, hang, repeat, scripted_options, send, send_bytes, sleep
 
 MESSAGES = [{"role": "user", "content": "How do streams work?"}]
 
@@ -96,14 +96,14 @@ async def test_openai_format_streams_chat_completion_chunks(start_runtime, http)
 
 async def test_scripted_steps_are_replayed_in_order(start_runtime, http):
     steps = [
-        {"send": "data: {\"response\": \"caf"},
-        {"send_b64": base64.b64encode("é\"}\n\n".encode()).decode()},
-        {"sleep_ms": 300},
-        {"echo": True},
-        {"repeat": 3, "send": "data: {\"response\": \"x\"}\n\n"},
-        {"send": "data: [DONE]\n\n"},
+        send('data: {"response": "caf'),
+        send_bytes('é"}\n\n'.encode()),
+        sleep(300),
+        echo(),
+        repeat(3, 'data: {"response": "x"}\n\n'),
+        done_frame(),
     ]
-    runtime = start_runtime(RuntimeOptions.scripted(steps))
+    runtime = start_runtime(scripted_options(steps))
     chunks = await read_chunks(http, runtime.url, [{"role": "user", "content": "echo me ✓"}])
     payloads = sse_payloads(b"".join(c for _, c in chunks))
     assert payloads == [
@@ -118,9 +118,7 @@ async def test_scripted_steps_are_replayed_in_order(start_runtime, http):
 
 
 async def test_scripted_error_step_errors_the_upstream_stream(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions.scripted(
-        [{"send": "data: {\"response\": \"a\"}\n\n"}, {"sleep_ms": 200}, {"error": "boom"}]
-    ))
+    runtime = start_runtime(scripted_options([send('data: {"response": "a"}\n\n'), sleep(200), error("boom")]))
     mark = len(runtime.lines)
     received = b""
     try:
@@ -136,7 +134,7 @@ async def test_scripted_error_step_errors_the_upstream_stream(start_runtime, htt
 
 
 async def test_scripted_fail_start_rejects_the_run_call(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions.scripted(fail_start="3040: Capacity temporarily exceeded"))
+    runtime = start_runtime(scripted_options(fail_start="3040: Capacity temporarily exceeded"))
     mark = len(runtime.lines)
     response = await http.post(runtime.url + "/api/chat/raw", json={"messages": MESSAGES})
     assert response.status_code == 429  # the Worker reads the binding's code: rate limited
@@ -157,7 +155,7 @@ async def test_client_disconnect_cancels_the_emulators_stream(start_runtime, htt
 
 
 async def test_scripted_hang_keeps_the_stream_open_and_sends_nothing_more(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions.scripted([{"send": "data: {\"response\": \"a\"}\n\n"}, {"hang": True}]))
+    runtime = start_runtime(scripted_options([send('data: {"response": "a"}\n\n'), hang()]))
     async with http.stream("POST", runtime.url + "/api/chat/raw", json={"messages": MESSAGES}) as response:
         stream = response.aiter_raw()
         assert (await stream.__anext__()).startswith(b"data: ")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.runtime.client import chat
 from tests.runtime.harness import RuntimeOptions
+from tests.runtime.scripts import echo, error, scripted_options, sleep
 
 ROOT = Path(__file__).resolve().parents[2]
 READER = Path(__file__).with_name("read_with_ai_sdk.mjs")
@@ -57,7 +58,7 @@ async def test_ui_chat_sends_the_protocol_header_and_validates_like_chat(start_r
 
 
 async def test_a_failing_upstream_reaches_the_ai_sdk_as_an_error_chunk(start_runtime):
-    runtime = start_runtime(RuntimeOptions.scripted([{"echo": True}, {"sleep_ms": 100}, {"error": "secret provider detail"}]))
+    runtime = start_runtime(scripted_options([echo(), sleep(100), error("secret provider detail")]))
     read = read_with_ai_sdk(runtime.url, ui_messages("partial answer"))
     assert read["text"] == "partial answer"
     assert "error" in read["chunks"] and "finish" not in read["chunks"]

@@ -1,0 +1,121 @@
+"""Scripts for the Workers AI emulator (README, "Scripted upstreams"), and the runtime
+options that replay them: the one vocabulary every runtime test builds its upstreams with.
+
+    scripted_options([native_frame("Hel"), sleep(100), native_frame("lo"), usage_frame(5, 2), done_frame()],
+                     variables={"IDLE_TIMEOUT_MS": "800"})
+
+Each `send` step is one network chunk; the emulator sends the text exactly as given.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tests.runtime.harness import RuntimeOptions
+
+Step = dict[str, Any]
+Script = dict[str, Any]
+
+# Workers AI pads its frames with a field of random length; the Worker ignores it.
+PADDING = "pad"
+
+# --- what the upstream sends ----------------------------------------------------------
+
+
+def send(text: str) -> Step:
+    """Text sent as UTF-8, exactly as given."""
+    return {"send": text}
+
+
+def send_bytes(raw: bytes) -> Step:
+    """Bytes sent as they are, valid UTF-8 or not."""
+    return {"send_b64": base64.b64encode(raw).decode()}
+
+
+def repeat(times: int, text: str) -> Step:
+    """Text sent `times` times, one chunk each."""
+    return {"repeat": times, "send": text}
+
+
+def native_frame(text: str) -> Step:
+    """A Workers AI frame carrying `text`."""
+    return send("data: " + json.dumps({"response": text, "p": PADDING}) + "\n\n")
+
+
+def openai_chunk(content: str | None = None, finish_reason: str | None = None) -> Step:
+    """An OpenAI-style `chat.completion.chunk` frame: text in its delta, or none with the
+    finish reason of the last chunk."""
+    delta = {} if content is None else {"content": content}
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+    return send("data: " + json.dumps(chunk) + "\n\n")
+
+
+def usage_frame(prompt_tokens: int, completion_tokens: int) -> Step:
+    """Workers AI's frame after the text: an empty response and the token counts."""
+    usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "total_tokens": prompt_tokens + completion_tokens}
+    return send("data: " + json.dumps({"response": "", "usage": usage}, separators=(",", ":")) + "\n\n")
+
+
+def done_frame() -> Step:
+    """The `[DONE]` frame that ends a complete Workers AI stream."""
+    return send("data: [DONE]\n\n")
+
+
+def echo() -> Step:
+    """A Workers AI frame carrying the last user message."""
+    return {"echo": True}
+
+
+# --- how the upstream behaves ---------------------------------------------------------
+
+
+def sleep(ms: int) -> Step:
+    return {"sleep_ms": ms}
+
+
+def error(message: str) -> Step:
+    """The stream errors with `message`, a provider detail no client may see."""
+    return {"error": message}
+
+
+def hang() -> Step:
+    """Nothing more is sent and the stream never closes."""
+    return {"hang": True}
+
+
+# --- scripts, and runtimes that replay them -------------------------------------------
+
+
+def script(steps: Sequence[Step] = (), *, fail_start: str | None = None, start_delay_ms: int | None = None) -> Script:
+    """A script: `run()` waits `start_delay_ms`, then rejects with `fail_start` or streams
+    the steps, closing the stream when they run out."""
+    built: Script = {"steps": list(steps)}
+    if fail_start is not None:
+        built["fail_start"] = fail_start
+    if start_delay_ms is not None:
+        built["start_delay_ms"] = start_delay_ms
+    return built
+
+
+def scripted_options(
+    steps: Sequence[Step] = (),
+    *,
+    fail_start: str | None = None,
+    start_delay_ms: int | None = None,
+    prompts: Mapping[str, Script] | None = None,
+    models: Mapping[str, Script] | None = None,
+    variables: Mapping[str, str] | None = None,
+) -> RuntimeOptions:
+    """Options for a runtime whose emulator replays this script on every call, or the
+    script of `models[model]` or else of `prompts[last user message]` when there is one.
+    `variables` override [vars] of wrangler.toml."""
+    top = script(steps, fail_start=fail_start, start_delay_ms=start_delay_ms)
+    if prompts is not None:
+        top["prompts"] = dict(prompts)
+    if models is not None:
+        top["models"] = dict(models)
+    return RuntimeOptions(ai_script=json.dumps(top), variables=tuple(sorted((variables or {}).items())))

@@ -5,32 +5,33 @@ reader that is never mistaken for a silent model."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 
 import httpx
 
 from tests.runtime.client import chat
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import DONE, blank_lines, comment, error, hang, native, prompts, sleep
+from tests.runtime.scripts import done_frame, error, hang, native_frame, repeat, script, scripted_options, send, sleep
 
 IDLE_TIMEOUT_S = 1.5
 CLIENT_TIMEOUT_S = 6.0
 BIG_TEXT = "x" * 8000
 BIG_FRAMES = 4000  # 32 MB of model text: more than every buffer between the Worker and the reader holds
+BIG_FRAME = 'data: {"response":"' + BIG_TEXT + '"}\n\n'
+KEEP_ALIVES = [send(": keep-alive\n"), sleep(100)] * 100
+BLANK_LINES = [send("\n"), sleep(100)] * 100
 
 SCRIPTS = {
-    "done then hang": [native("complete"), DONE, hang()],
-    "done then error": [native("complete"), DONE, sleep(50), error("provider says no after the end")],
-    "done then comments": [native("complete"), DONE, *[comment("keep-alive"), sleep(100)] * 100],
-    "only comments": [native("a"), *[comment("keep-alive"), sleep(100)] * 100],
-    "only blank lines": [native("a"), *[blank_lines(1), sleep(100)] * 100],
-    "a lot, fast": [native(BIG_TEXT, repeat=BIG_FRAMES), DONE],
-    "endless": [native(BIG_TEXT, repeat=100_000), DONE],
+    "done then hang": [native_frame("complete"), done_frame(), hang()],
+    "done then error": [native_frame("complete"), done_frame(), sleep(50), error("provider says no after the end")],
+    "done then comments": [native_frame("complete"), done_frame(), *KEEP_ALIVES],
+    "only comments": [native_frame("a"), *KEEP_ALIVES],
+    "only blank lines": [native_frame("a"), *BLANK_LINES],
+    "a lot, fast": [repeat(BIG_FRAMES, BIG_FRAME), done_frame()],
+    "endless": [repeat(100_000, BIG_FRAME), done_frame()],
 }
-ENDINGS = RuntimeOptions(
-    ai_script=json.dumps(prompts(SCRIPTS)),
-    variables=(("CLIENT_TIMEOUT_MS", "6000"), ("IDLE_TIMEOUT_MS", "1500"), ("PING_INTERVAL_MS", "300")),
+ENDINGS = scripted_options(
+    prompts={prompt: script(steps) for prompt, steps in SCRIPTS.items()},
+    variables={"CLIENT_TIMEOUT_MS": "6000", "IDLE_TIMEOUT_MS": "1500", "PING_INTERVAL_MS": "300"},
 )
 
 

@@ -1,0 +1,144 @@
+"""Hostile requests and hostile upstreams in the real runtime, where the stack and memory
+limits are the real ones: each gets a clear answer, nothing takes the isolate down (the
+harness fails any test whose runtime printed a crash), and the Worker keeps serving."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from tests.runtime.client import chat
+from tests.runtime.processes import workerd_rss_bytes
+from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send, sleep
+
+ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat")
+
+
+def nested(depth: int, opener: str = "[", closer: str = "]") -> str:
+    return opener * depth + closer * depth
+
+
+def deep_object(depth: int) -> str:
+    return '{"a":' * depth + "1" + "}" * depth
+
+
+def chat_body(content: str) -> str:
+    return '{"messages":[{"role":"user","content":' + content + "}]}"
+
+
+def ui_body(part: str) -> str:
+    return '{"messages":[{"role":"user","parts":[' + part + "]}]}"
+
+
+HOSTILE_BODIES = [
+    pytest.param('{"messages":' + nested(5000) + "}", "invalid_json", id="5000-nested-arrays"),
+    pytest.param('{"messages":' + nested(30_000) + "}", "invalid_json", id="30000-nested-arrays"),
+    pytest.param(deep_object(5000), "invalid_json", id="5000-nested-objects"),
+    pytest.param(chat_body(nested(5000)), "invalid_json", id="nested-in-a-message"),
+    pytest.param(ui_body('{"type":"text","text":"hi","providerMetadata":' + deep_object(5000) + "}"), "invalid_json", id="nested-in-a-ui-part"),
+    pytest.param("[" * 60_000, "invalid_json", id="unclosed-arrays"),
+    pytest.param(chat_body('"hi"')[:-1] + ',"temperature":NaN}', "invalid_json", id="nan"),
+    pytest.param(chat_body('"hi"')[:-1] + ',"temperature":-Infinity}', "invalid_json", id="infinity"),
+    pytest.param(chat_body('"hi"')[:-1] + ',"max_tokens":' + "9" * 5000 + "}", "invalid_request", id="integer-over-digit-limit"),
+    pytest.param(chat_body('"hi"')[:-1] + ',"max_tokens":1e400}', "invalid_request", id="float-overflow"),
+    pytest.param('["' + '\\"' * 30_000 + '"]', "invalid_request", id="escaped-quotes"),
+]
+
+
+@pytest.mark.parametrize("path", ROUTES)
+@pytest.mark.parametrize(("body", "code"), HOSTILE_BODIES)
+async def test_hostile_bodies_get_a_clear_400_and_the_worker_keeps_serving(start_runtime, http, path, body, code):
+    runtime = start_runtime(scripted_options([native_frame("ok"), done_frame()]))
+    mark = len(runtime.lines)
+    response = await http.post(runtime.url + path, content=body.encode(), headers={"content-type": "application/json"})
+    assert response.status_code == 400, response.text[:300]
+    error = response.json()["error"]
+    assert error["code"] == code and error["message"]
+    assert not any(r["event"] == "ai_run" for r in runtime.records(mark))
+    assert (await chat(http, runtime.url)).terminal.name == "done", "the next request is served as usual"
+
+
+FINISH = "x" * 200_000
+HOSTILE_UPSTREAMS = {
+    "deep frame": [native_frame("a"), send("data: " + '{"response":"b","x":' + nested(10_000) + "}\n\n"), native_frame("c"), done_frame()],
+    "nan and overflow": [native_frame("a"), send('data: {"response":NaN}\n\n'), send('data: {"response":1e400}\n\n'),
+                         send('data: {"response":' + "9" * 5000 + "}\n\n"), native_frame("b"), done_frame()],
+    "huge finish reason": [native_frame("a"), send('data: {"response":"","finish_reason":"' + FINISH + '"}\n\n'), done_frame()],
+    "endless event": [native_frame("a"), repeat(5_000_000, "data: x\n")],
+    "one huge chunk": [send("".join('data: {"response":"%05d"}\n\n' % i for i in range(100_000)) + "data: [DONE]\n\n")],
+}
+UPSTREAMS = scripted_options(prompts={name: script(steps) for name, steps in HOSTILE_UPSTREAMS.items()},
+                             variables={"IDLE_TIMEOUT_MS": "5000"})
+
+
+def ask(prompt: str) -> dict:
+    return {"messages": [{"role": "user", "content": prompt}]}
+
+
+async def test_deep_and_non_finite_frames_are_skipped_and_counted(start_runtime, http):
+    runtime = start_runtime(UPSTREAMS)
+    deep = await chat(http, runtime.url, ask("deep frame"))
+    assert deep.text == "ac" and deep.terminal.name == "done" and deep.terminal.data["skipped"] == 1
+    numbers = await chat(http, runtime.url, ask("nan and overflow"))
+    assert numbers.text == "ab" and numbers.terminal.data["skipped"] == 3
+    assert "nan" not in numbers.text and "inf" not in numbers.text
+
+
+async def test_a_huge_finish_reason_is_reported_as_other_and_never_copied(start_runtime, http):
+    runtime = start_runtime(UPSTREAMS)
+    mark = len(runtime.lines)
+    result = await chat(http, runtime.url, ask("huge finish reason"))
+    assert result.terminal.name == "done" and result.terminal.data["finish_reason"] == "other"
+    assert len(result.body) < 2000
+    completed = runtime.wait_for_record("chat_stream_completed", since=mark)
+    assert completed["finish_reason"] == "other"
+    assert FINISH[:1000] not in "\n".join(runtime.lines[mark:])
+
+
+async def test_an_event_that_never_ends_is_cut_at_its_cap_and_memory_stays_put(start_runtime, http):
+    runtime = start_runtime(UPSTREAMS)
+    before = workerd_rss_bytes(runtime)
+    mark = len(runtime.lines)
+    result = await chat(http, runtime.url, ask("endless event"))
+    assert result.text == "a"
+    assert result.terminal.name == "error" and result.terminal.data["code"] == "upstream_malformed"
+    cancelled = runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert cancelled["bytes"] < 1 << 20, "the upstream was stopped near the cap, not read to the end"
+    grown = workerd_rss_bytes(runtime) - before
+    assert grown < 64 << 20, f"workerd grew by {grown >> 20} MiB for one capped event"
+
+
+async def test_one_huge_network_chunk_is_read_whole(start_runtime, http):
+    runtime = start_runtime(UPSTREAMS)
+    result = await chat(http, runtime.url, ask("one huge chunk"))
+    assert result.terminal.name == "done" and result.terminal.data["chunks"] == 100_000
+    assert result.text == "".join("%05d" % i for i in range(100_000))
+
+
+STORY = [f"word{i} " for i in range(40)]
+PACED = [step for word in STORY for step in (native_frame(word), sleep(50))] + [done_frame()]
+
+
+async def test_a_stream_in_flight_completes_intact_while_hostile_requests_hit_the_same_runtime(start_runtime):
+    runtime = start_runtime(scripted_options(PACED))
+    hostile = [param.values[0] for param in HOSTILE_BODIES]
+    async with httpx.AsyncClient(timeout=60) as client:
+
+        async def attack() -> list[int]:
+            await asyncio.sleep(0.3)  # the stream is under way
+            statuses = []
+            for body in hostile * 2:
+                for path in ROUTES:
+                    response = await client.post(runtime.url + path, content=body.encode(), headers={"content-type": "application/json"})
+                    statuses.append(response.status_code)
+            return statuses
+
+        streams, statuses = await asyncio.gather(
+            asyncio.gather(*(chat(client, runtime.url) for _ in range(3))), attack()
+        )
+    assert set(statuses) == {400}
+    for result in streams:
+        assert result.terminal.name == "done" and result.text == "".join(STORY)

@@ -17,8 +17,8 @@ async def spend(env: Any, key: ClientKey, *, request_id: str, route: str) -> Non
     Fails open: when the binding is missing (a deploy without [[ratelimits]]) or its call
     throws, the request goes on and one `chat_rate_limit_skipped` line says why. The limiter
     guards the bill against abuse; it is not access control (AUTH_TOKEN and
-    ALLOWED_ORIGINS are, and they fail closed), and Cloudflare documents it as permissive
-    and eventually consistent anyway. Failing closed would turn a configuration slip or a
+    ALLOWED_ORIGINS are, and they fail closed), and it is approximate anyway: Cloudflare
+    counts each limit per location. Failing closed would turn a configuration slip or a
     limiter outage into a chat outage for every user.
     """
     limiter = getattr(env, BINDING, None)  # a missing binding is an AttributeError on the JsProxy

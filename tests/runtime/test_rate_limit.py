@@ -118,6 +118,16 @@ async def test_the_limit_is_checked_before_the_body_and_each_address_has_its_own
     assert result.text == USER[0]["content"]
 
 
+async def test_ipv6_addresses_in_one_slash_64_share_a_budget(start_runtime, http):
+    runtime = start_runtime(LIMITED)
+    await in_one_window()
+    site = f"2001:db8:{next(_addresses):x}"
+    for host in range(1, LIMIT + 1):  # a new address each time, all in one /64
+        assert (await spend(http, runtime.url, f"{site}:1::{host:x}")).status_code == 415
+    assert_refused(await spend(http, runtime.url, f"{site}:1:ffff:ffff:ffff:ffff"))
+    assert (await spend(http, runtime.url, f"{site}:2::1")).status_code == 415  # the next /64 has its own
+
+
 async def test_health_preflights_the_page_404s_and_405s_are_never_limited_and_spend_nothing(start_runtime, http):
     runtime = start_runtime(LIMITED)
     await in_one_window()

@@ -2,13 +2,15 @@
 
     python devtools/dev.py [--port N] [--var KEY:VALUE ...] [--ai-script FILE]
                            [--ai-format native|openai] [--ai-pace TOKENS_PER_S]
+                           [--rate-limit N]
 
 The Worker's local configuration is derived from wrangler.toml (the production file
 stays the single source of [vars]): the development compatibility flags are added and
-the AI binding becomes a service binding to the emulator. wrangler runs both Workers in
-one workerd, started through devtools/workerd-offline so the Pyodide development bundle
-is loaded from disk. Prints wrangler's "Ready on http://..." line and every log line;
-Ctrl-C (or SIGTERM) stops everything it started.
+the AI binding becomes a service binding to the emulator; --rate-limit replaces the
+limit of the rate limiter binding. wrangler runs both Workers in one workerd, started
+through devtools/workerd-offline so the Pyodide development bundle is loaded from disk.
+Prints wrangler's "Ready on http://..." line and every log line; Ctrl-C (or SIGTERM)
+stops everything it started.
 """
 
 from __future__ import annotations
@@ -33,8 +35,12 @@ EMULATOR_NAME = "workers-ai-emulator"
 DEV_FLAGS = ("python_workers", "python_workers_development", "disable_python_external_sdk")
 
 
-def local_worker_config(production: dict[str, Any], main: str | None = None) -> dict[str, Any]:
-    """The production configuration with the emulator in place of Workers AI."""
+def local_worker_config(production: dict[str, Any], main: str | None = None, rate_limit: int | None = None) -> dict[str, Any]:
+    """The production configuration with the emulator in place of Workers AI.
+
+    `rate_limit` replaces the limit of every [[ratelimits]] binding (0 removes them, as a
+    deploy without one); None keeps wrangler.toml's. Raises SystemExit when there is none.
+    """
     config = {key: value for key, value in production.items() if key not in ("ai", "env")}
     config["main"] = str(ROOT / (main or production["main"]))
     flags = list(production.get("compatibility_flags", []))
@@ -43,6 +49,14 @@ def local_worker_config(production: dict[str, Any], main: str | None = None) -> 
     config["services"] = [*production.get("services", []), {"binding": binding, "service": EMULATOR_NAME}]
     if "assets" in production:
         config["assets"] = {**production["assets"], "directory": str(ROOT / production["assets"]["directory"])}
+    if rate_limit is not None:
+        limiters = production.get("ratelimits", [])
+        if not limiters:
+            raise SystemExit("--rate-limit: wrangler.toml has no [[ratelimits]] binding")
+        config.pop("ratelimits")
+        if rate_limit > 0:
+            # miniflare implements the binding with the same `simple` settings as Cloudflare.
+            config["ratelimits"] = [{**limiter, "simple": {**limiter["simple"], "limit": rate_limit}} for limiter in limiters]
     return config
 
 
@@ -95,10 +109,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")
     parser.add_argument("--ai-stamp-tokens", action="store_true", help="tokens carry their send time (latency benchmarks)")
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
+    parser.add_argument("--rate-limit", type=int, metavar="N",
+                        help="chat requests per client per the binding's period (60 s); 0 = no limiter binding")
     args = parser.parse_args(argv)
     for item in args.var:
         if ":" not in item:
             parser.error(f"--var takes KEY:VALUE, got {item!r}")
+    if args.rate_limit is not None and args.rate_limit < 0:
+        parser.error(f"--rate-limit takes a count of 0 or more, got {args.rate_limit}")
     return args
 
 
@@ -108,10 +126,12 @@ def main(argv: list[str] | None = None) -> int:
         print("dev: the local runtime is not set up; run `make setup` first", file=sys.stderr)
         return 1
     production = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8"))
+    worker = local_worker_config(production, args.main, args.rate_limit)
+    emulator = emulator_config(args, production["compatibility_date"])
     run_dir = Path(tempfile.mkdtemp(prefix="run-", dir=ROOT / ".dev"))
     worker_file, emulator_file = run_dir / "worker.json", run_dir / "emulator.json"
-    worker_file.write_text(json.dumps(local_worker_config(production, args.main), indent=2))
-    emulator_file.write_text(json.dumps(emulator_config(args, production["compatibility_date"]), indent=2))
+    worker_file.write_text(json.dumps(worker, indent=2))
+    emulator_file.write_text(json.dumps(emulator, indent=2))
     command = [
         "node", str(WRANGLER), "dev",
         "--config", str(worker_file), "--config", str(emulator_file),

@@ -18,7 +18,9 @@ from . import http
 from .api_errors import ApiError
 from .body import read_body
 from .config import Config, ConfigError
+from .limiter import spend
 from .logs import log
+from .rate_limit import client_key, limited_route
 from .relay import StreamRelay
 from .upstream import start_model_stream
 from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
@@ -105,6 +107,12 @@ async def _route(exchange: Exchange) -> Any:
         error = ApiError(405, "method_not_allowed", f"Use {' or '.join(allowed)} here.")
         error.headers["allow"] = ", ".join((*allowed, "OPTIONS"))
         raise error
+    token = _authorize(exchange, config)
+    route = limited_route(path, method)
+    if route is not None:
+        # After auth (only valid tokens reach the limiter), before the body is read.
+        key = client_key(token=token, ip=exchange.header("cf-connecting-ip"))
+        await spend(exchange.env, key, request_id=exchange.request_id, route=route)
     if path == "/api/ui-chat":
         turn = validate_ui_chat(await _read_payload(exchange, config), config)
         return await _chat(exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat", headers=dict([UI_MESSAGE_STREAM_HEADER]))
@@ -115,14 +123,20 @@ async def _route(exchange: Exchange) -> Any:
     return await _chat(exchange, config, turn, encoder, route="chat")
 
 
-async def _read_payload(exchange: Exchange, config: Config) -> Any:
-    if config.auth_token is not None:
-        import hmac  # only Workers with a token pay for this import at start-up
+def _authorize(exchange: Exchange, config: Config) -> str | None:
+    """The bearer token when the Worker requires one and it is valid; raises ApiError(401)."""
+    if config.auth_token is None:
+        return None
+    import hmac  # only Workers with a token pay for this import at start-up
 
-        supplied = exchange.header("authorization") or ""
-        scheme, _, token = supplied.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.auth_token.encode()):
-            raise ApiError(401, "unauthorized", "A valid bearer token is required.", headers={"www-authenticate": "Bearer"})
+    supplied = exchange.header("authorization") or ""
+    scheme, _, token = supplied.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.auth_token.encode()):
+        raise ApiError(401, "unauthorized", "A valid bearer token is required.", headers={"www-authenticate": "Bearer"})
+    return config.auth_token
+
+
+async def _read_payload(exchange: Exchange, config: Config) -> Any:
     if not is_json_media_type(exchange.header("content-type")):
         raise ApiError(415, "unsupported_media_type", "Send the chat turn as application/json.")
     body = await read_body(exchange.js_request, exchange.header("content-length"), config.max_body_bytes)

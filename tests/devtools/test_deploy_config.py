@@ -18,6 +18,13 @@ def test_production_config_uses_the_real_ai_binding_and_no_development_flags():
     assert "env" not in config or all("services" not in env for env in config["env"].values())
 
 
+def test_production_config_limits_chat_requests_per_client():
+    config = tomllib.loads((ROOT / "wrangler.toml").read_text())
+    [limiter] = config["ratelimits"]
+    assert limiter["name"] == "RATE_LIMITER" and limiter["namespace_id"].isdigit()
+    assert limiter["simple"]["limit"] > 0 and limiter["simple"]["period"] in (10, 60)
+
+
 def test_wrangler_deploy_dry_run_passes_offline(tmp_path: Path):
     env = dict(os.environ, WRANGLER_SEND_METRICS="false", PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
     result = subprocess.run(
@@ -27,4 +34,7 @@ def test_wrangler_deploy_dry_run_passes_offline(tmp_path: Path):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "--dry-run: exiting now." in result.stdout
     assert "env.AI" in result.stdout
+    [limiter] = tomllib.loads((ROOT / "wrangler.toml").read_text())["ratelimits"]
+    simple = limiter["simple"]
+    assert f"env.RATE_LIMITER ({simple['limit']} requests/{simple['period']}s)" in result.stdout, "the binding survives bundling"
     assert (tmp_path / "entry.py").is_file()

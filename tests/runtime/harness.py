@@ -62,6 +62,10 @@ class RuntimeOptions:
     ai_stamp_tokens: bool = False
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
+    # Chat requests per client per 60 s (dev.py --rate-limit): None = wrangler.toml's limit,
+    # 0 = no limiter binding. The default is far above any suite's traffic (the load tests
+    # send hundreds of requests from one address), so only tests that set it meet the limit.
+    rate_limit: int | None = 1_000_000
 
 
 @dataclass
@@ -88,6 +92,8 @@ class LocalRuntime:
             command.append("--ai-stamp-tokens")
         if self.options.main:
             command += ["--main", self.options.main]
+        if self.options.rate_limit is not None:
+            command += ["--rate-limit", str(self.options.rate_limit)]
         if self.options.ai_script is not None:
             handle, name = tempfile.mkstemp(prefix="ai-script-", suffix=".json")
             os.write(handle, self.options.ai_script.encode())

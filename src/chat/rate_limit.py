@@ -1,0 +1,116 @@
+"""Which requests spend a client's rate-limit budget, under which key, and the refusal.
+
+An open chat endpoint is free inference for whoever finds it, so each chat request spends
+one unit of its client's budget in Workers' Rate Limiting binding before its body is read.
+These decisions are plain Python, unit-tested on CPython; the one call across the FFI is
+in `limiter`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .api_errors import ApiError
+
+# The binding's name in wrangler.toml's [[ratelimits]].
+BINDING = "RATE_LIMITER"
+
+# wrangler.toml's `simple.period` for the binding (Workers allows 10 or 60 seconds). The
+# binding does not tell the Worker its period, so it is repeated here and a unit test keeps
+# the two equal. Retry-After sends the whole period: the binding does not say when a
+# client's window ends, and no window is longer than the period.
+PERIOD_S = 60
+
+# The paths that start inference, with the route name their log lines carry. /health,
+# preflights, 404s, 405s and static assets never spend budget: they cost no inference, and
+# a client over its limit must still be able to check health and send preflights.
+LIMITED_ROUTES = {"/api/chat": "chat", "/api/chat/raw": "raw", "/api/ui-chat": "ui-chat"}
+
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+REFUSED = "Too many requests from this client. Please wait before sending another message."
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientKey:
+    """Whose budget a request spends. `kind` ("token" or "ip") is all a log may show."""
+
+    kind: str
+    value: str = field(repr=False)  # identifies the client: never logged
+
+
+def limited_route(path: str, method: str) -> str | None:
+    """The route name when this request spends budget, else None."""
+    return LIMITED_ROUTES.get(path) if method == "POST" else None
+
+
+def client_key(*, token: str | None, ip: str | None) -> ClientKey:
+    """The bearer token when the Worker requires one (only valid tokens get this far), else
+    the client's address from CF-Connecting-IP."""
+    if token is not None:
+        import hashlib  # only Workers with a token pay for this (hmac imports it anyway)
+
+        # The binding is a separate service: the secret itself never leaves the Worker.
+        return ClientKey(kind="token", value="token:" + hashlib.sha256(token.encode()).hexdigest())
+    address = (ip or "").strip()
+    if not address:
+        # Cloudflare sets CF-Connecting-IP on every request from the Internet; one without
+        # it came from inside the account (a service binding). They share one budget rather
+        # than escape the limit.
+        return ClientKey(kind="ip", value="no-ip")
+    if ":" in address:
+        prefix = ipv6_prefix64(address)
+        if prefix is not None:
+            # One IPv6 subscriber holds a whole /64 and can use any address in it.
+            return ClientKey(kind="ip", value="ip6:" + prefix)
+    return ClientKey(kind="ip", value="ip:" + address)
+
+
+def ipv6_prefix64(address: str) -> str | None:
+    """The /64 network of an IPv6 address as "a:b:c:d::/64" (lower-case hex, no leading
+    zeros), or None when `address` is not a plain IPv6 address.
+
+    Written out instead of importing `ipaddress`: a large pure-Python module, and the
+    Worker keeps what Pyodide imports per isolate small (see `http`).
+    """
+    head, double_colon, tail = address.partition("::")
+    if "::" in tail:
+        return None
+    left = head.split(":") if head else []
+    right = tail.split(":") if tail else []
+    hex_groups = left + right
+    width = len(hex_groups)
+    # An embedded IPv4 address ("::ffff:192.0.2.1") may only end the address, in place of
+    # the last two groups.
+    last = right if double_colon else left
+    if last and "." in last[-1]:
+        if not _is_ipv4(last[-1]):
+            return None
+        hex_groups.pop()
+        width += 1
+    if not all(1 <= len(group) <= 4 and all(c in HEX_DIGITS for c in group) for group in hex_groups):
+        return None
+    if double_colon:
+        if width > 7:
+            return None
+        groups = left + ["0"] * (8 - width) + right
+    elif width == 8:
+        groups = left
+    else:
+        return None
+    return ":".join(format(int(group, 16), "x") for group in groups[:4]) + "::/64"
+
+
+def _is_ipv4(text: str) -> bool:
+    octets = text.split(".")
+    return len(octets) == 4 and all(_is_octet(octet) for octet in octets)
+
+
+def _is_octet(text: str) -> bool:
+    # No leading zeros: "010" reads as octal in some parsers and is refused by `ipaddress`.
+    return 1 <= len(text) <= 3 and text.isascii() and text.isdigit() and int(text) <= 255 and (text == "0" or text[0] != "0")
+
+
+def refusal() -> ApiError:
+    """The 429 for a client over its limit; the same code as the model's own rate limit."""
+    return ApiError(429, "rate_limited", REFUSED, headers={"retry-after": str(PERIOD_S)})

@@ -27,6 +27,8 @@ SEED = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(2**32)))
 REQUEST_CASES, UPSTREAM_CASES = (400, 80) if FULL else (36, 12)
 ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat")
 
+pytestmark = pytest.mark.heavy
+
 
 # --- hostile request bodies -----------------------------------------------------------
 

@@ -144,3 +144,31 @@ async def test_a_stream_in_flight_completes_intact_while_hostile_requests_hit_th
     assert set(statuses) == {400}
     for result in streams:
         assert result.terminal.name == "done" and result.text == "".join(STORY)
+
+
+@pytest.mark.parametrize(
+    ("content", "status"),
+    [
+        pytest.param("\x1c", 200, id="file-separator-is-text-as-the-schema-says"),
+        pytest.param("\x85", 200, id="next-line-is-text-as-the-schema-says"),
+        pytest.param("\ufeff \u3000", 400, id="byte-order-mark-is-blank-as-the-schema-says"),
+    ],
+)
+async def test_blank_content_is_judged_by_the_schemas_whitespace(start_runtime, http, content, status):
+    runtime = start_runtime(scripted_options([native_frame("ok"), done_frame()]))
+    response = await http.post(runtime.url + "/api/chat", json={"messages": [{"role": "user", "content": content}]})
+    assert response.status_code == status
+
+
+async def test_ui_chat_goes_on_after_an_assistant_message_with_only_reasoning_and_tool_parts(start_runtime, http):
+    runtime = start_runtime(scripted_options([native_frame("ok"), done_frame()]))
+    messages = [
+        {"id": "1", "role": "user", "parts": [{"type": "text", "text": "What is the weather?"}]},
+        {"id": "2", "role": "assistant", "parts": [{"type": "step-start"}, {"type": "reasoning", "text": "Let me look."},
+                                                  {"type": "tool-weather", "toolCallId": "c1", "state": "output-available",
+                                                   "input": {"city": "Paris"}, "output": {"temp": 20}}]},
+        {"id": "3", "role": "user", "parts": [{"type": "text", "text": "And tomorrow?"}]},
+    ]
+    response = await http.post(runtime.url + "/api/ui-chat", json={"id": "chat-1", "messages": messages, "trigger": "submit-message"})
+    assert response.status_code == 200
+    assert '"type":"finish"' in response.text and response.text.endswith("data: [DONE]\n\n")

@@ -42,10 +42,19 @@ class RuntimeOptions:
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
 
     @staticmethod
-    def scripted(steps: Sequence[dict[str, Any]] = (), fail_start: str | None = None, **kwargs: Any) -> RuntimeOptions:
+    def scripted(
+        steps: Sequence[dict[str, Any]] = (),
+        fail_start: str | None = None,
+        *,
+        prompts: dict[str, dict[str, Any]] | None = None,
+        **kwargs: Any,
+    ) -> RuntimeOptions:
+        """A scripted upstream; `prompts` maps a last user message to a script of its own."""
         script: dict[str, Any] = {"steps": list(steps)}
         if fail_start is not None:
             script["fail_start"] = fail_start
+        if prompts is not None:
+            script["prompts"] = prompts
         return RuntimeOptions(ai_script=json.dumps(script), **kwargs)
 
 

@@ -183,6 +183,28 @@ function streamFrom(chunks, context) {
   }, { highWaterMark: 0 });
 }
 
+// How a stream crosses the RPC boundary. workerd pumps a JS-backed ReadableStream into RPC
+// by awaiting its promises from C++ and reports every rejection there as an uncaught
+// exception of this isolate: a stream errored with a scripted message would print that
+// message (standing in for the provider's text) twice in the runtime's logs, out of reach of
+// any handler, though the consumer only ever sees "ReadableStream received over RPC
+// disconnected prematurely.". A native stream (an IdentityTransformStream the JS stream is
+// piped into) fails the same way for the consumer with nothing reported, and the pipe's
+// rejection is handled here. But its pump notices a consumer that left only at its next
+// write, while a JS stream's pump cancels the source at once, even in a pause or a hang.
+// So: native for scripts with an `error` step, the JS stream itself for everything else.
+function canError(script) {
+  return (script?.steps ?? []).some((step) => step.error !== undefined);
+}
+
+function nativeStream(source, ctx) {
+  const { readable, writable } = new IdentityTransformStream();
+  // Errors and cancels are logged by streamFrom; the pipe must outlive a consumer that left
+  // during a pause, to reach its next write, see it fail and cancel the source.
+  ctx.waitUntil(source.pipeTo(writable).catch(() => {}));
+  return readable;
+}
+
 function readSettings(env) {
   const script = env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
   const format = env.AI_FORMAT || "native";
@@ -212,7 +234,10 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
       throw new Error(script.fail_start);
     }
     const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(inputs, model, settings);
-    if (inputs?.stream) return streamFrom(chunks, context);
+    if (inputs?.stream) {
+      const stream = streamFrom(chunks, context);
+      return canError(script) ? nativeStream(stream, this.ctx) : stream;
+    }
     const reply = replyFor(inputs, settings);
     let response = "";
     for (let i = 0; i < reply.count; i++) response += reply.nextToken();

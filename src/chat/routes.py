@@ -160,7 +160,11 @@ async def _chat(
 async def _chat_raw(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:
     model, upstream = await _start_model(exchange, config, turn)
     log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
-    # Untouched: workerd pipes the model's bytes to the client natively.
+    # Untouched: workerd pipes the model's bytes to the client natively. If the model stream
+    # fails mid-way the client's body is cut short and workerd's HTTP server logs its own
+    # "Uncaught exception: ... disconnected prematurely" (no provider text). Piping through
+    # JS to catch that would still end in an errored body (the same line), or in a clean
+    # close that a pass-through client could not tell from a finished answer.
     return exchange.response(upstream, 200, {"content-type": http.SSE_TYPE, **http.STREAM_HEADERS})
 
 

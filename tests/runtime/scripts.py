@@ -109,13 +109,16 @@ def scripted_options(
     prompts: Mapping[str, Script] | None = None,
     models: Mapping[str, Script] | None = None,
     variables: Mapping[str, str] | None = None,
+    rate_limit: int | None = None,
 ) -> RuntimeOptions:
     """Options for a runtime whose emulator replays this script on every call, or the
     script of `models[model]` or else of `prompts[last user message]` when there is one.
-    `variables` override [vars] of wrangler.toml."""
+    `variables` override [vars] of wrangler.toml; `rate_limit` sets the limiter's limit
+    (RuntimeOptions.rate_limit: left out, the harness's limit no suite reaches)."""
     top = script(steps, fail_start=fail_start, start_delay_ms=start_delay_ms)
     if prompts is not None:
         top["prompts"] = dict(prompts)
     if models is not None:
         top["models"] = dict(models)
-    return RuntimeOptions(ai_script=json.dumps(top), variables=tuple(sorted((variables or {}).items())))
+    extra = {} if rate_limit is None else {"rate_limit": rate_limit}
+    return RuntimeOptions(ai_script=json.dumps(top), variables=tuple(sorted((variables or {}).items())), **extra)

@@ -13,15 +13,12 @@ import pytest
 from chat.rate_limit import PERIOD_S
 from tests.runtime.client import USER, chat
 from tests.runtime.harness import ROOT, RuntimeOptions
+from tests.runtime.scripts import done_frame, echo, scripted_options, usage_frame
 
 LIMIT = 3
 TOKEN = "rate-limit-test-token-5e1f"
-ANSWER = [
-    {"echo": True},
-    {"send": 'data: {"response":"","usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}\n\n'},
-    {"send": "data: [DONE]\n\n"},
-]
-LIMITED = RuntimeOptions.scripted(ANSWER, rate_limit=LIMIT)
+ANSWER = [echo(), usage_frame(5, 1), done_frame()]
+LIMITED = scripted_options(ANSWER, rate_limit=LIMIT)
 ORIGIN = "https://app.example"
 
 _addresses = itertools.count(1)
@@ -159,7 +156,7 @@ async def test_health_preflights_the_page_404s_and_405s_are_never_limited_and_sp
 
 
 async def test_with_an_auth_token_the_token_is_the_key_and_only_valid_tokens_reach_the_limiter(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions.scripted(ANSWER, rate_limit=LIMIT, variables=(("AUTH_TOKEN", TOKEN),)))
+    runtime = start_runtime(scripted_options(ANSWER, rate_limit=LIMIT, variables={"AUTH_TOKEN": TOKEN}))
     await in_one_window()
     mark = len(runtime.lines)
     bearer = {"authorization": f"Bearer {TOKEN}"}
@@ -192,7 +189,7 @@ async def test_without_the_launcher_flag_the_limit_in_wrangler_toml_applies(star
 
 
 async def test_without_the_binding_every_request_is_served_and_logs_that_it_was_not_limited(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions.scripted(ANSWER, rate_limit=0))
+    runtime = start_runtime(scripted_options(ANSWER, rate_limit=0))
     mark = len(runtime.lines)
     address = fresh_address()
     served = []
@@ -208,7 +205,7 @@ async def test_without_the_binding_every_request_is_served_and_logs_that_it_was_
 
 async def test_a_limiter_binding_that_fails_lets_requests_through_and_logs_the_error_type(start_runtime, http):
     # A RATE_LIMITER that is a plain string var: its `limit` call fails inside the Worker.
-    runtime = start_runtime(RuntimeOptions.scripted(ANSWER, rate_limit=0, variables=(("RATE_LIMITER", "not-a-limiter"),)))
+    runtime = start_runtime(scripted_options(ANSWER, rate_limit=0, variables={"RATE_LIMITER": "not-a-limiter"}))
     mark = len(runtime.lines)
     address = fresh_address()
     result = await chat(http, runtime.url, headers={"cf-connecting-ip": address})

@@ -152,6 +152,7 @@ def test_every_error_code_has_a_generic_message() -> None:
         "upstream_timeout",
         "upstream_incomplete",
         "upstream_malformed",
+        "client_timeout",
         "internal_error",
     }
     for message in ERROR_MESSAGES.values():

@@ -115,7 +115,7 @@ class StreamRelay:
         if reframer.model_events != self._model_events:
             self._model_events = reframer.model_events
             self._last_model_output = now
-            if self._first_delta_ms is None and reframer.stats.chunks:
+            if self._first_delta_ms is None and reframer.stats.deltas:
                 self._first_delta_ms = round((now - self._began) * 1000)
         if out:
             self._send(out, now)
@@ -210,7 +210,7 @@ class StreamRelay:
             **self._log_fields,
             "ttft_ms": self._first_delta_ms,
             "duration_ms": self._ms_since_start(),
-            "chunks": stats.chunks,
+            "chunks": stats.deltas,
             "chars": stats.chars,
             "skipped": stats.skipped,
             "finish_reason": stats.finish_reason,

@@ -1,7 +1,7 @@
-"""The SSE core: a sans-IO event-stream parser, upstream normalizer, protocol encoders
-(our SSE and NDJSON, and the Vercel AI SDK UI message stream),
-and the Reframer that composes them. Plain Python with no I/O, so it runs unchanged on
-CPython and inside the Worker's Pyodide.
+"""The SSE core: a sans-IO event-stream parser (a receive buffer that hands out whole
+events, and a reader of their lines), upstream normalizer, protocol encoders (our SSE and
+NDJSON, and the Vercel AI SDK UI message stream), and the Reframer that composes them.
+Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
 
 from ._encoders import ERROR_MESSAGES, Encoder, NDJSONEncoder, SSEEncoder, format_event
@@ -15,8 +15,10 @@ from ._errors import (
 from ._events import Event, ReasoningDelta, ReframerStats, TextDelta
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
-from ._parser import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, EventStreamParser
-from ._reframer import DEFAULT_MAX_PADDING, MAX_PADDING, Reframer
+from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
+from ._parser import EventReader, EventStreamParser
+from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
+from ._reframer import Reframer
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
@@ -28,6 +30,7 @@ __all__ = [
     "Encoder",
     "Event",
     "EventTooLargeError",
+    "EventReader",
     "EventStreamParser",
     "FieldValueError",
     "JSONDepthError",
@@ -36,6 +39,7 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "NDJSONEncoder",
     "ReasoningDelta",
+    "ReceiveBuffer",
     "Reframer",
     "ReframerStats",
     "SSEEncoder",

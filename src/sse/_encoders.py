@@ -13,6 +13,7 @@ from json.encoder import encode_basestring
 from types import MappingProxyType
 
 from ._errors import FieldValueError
+from ._events import ReframerStats
 from ._jsonstr import scan_body
 
 __all__ = [
@@ -43,19 +44,14 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _done_payload(
-    finish_reason: str | None,
-    usage: Mapping[str, int] | None,
-    chunks: int,
-    chars: int,
-    skipped: int,
-) -> dict[str, object]:
+def _done_payload(stats: ReframerStats) -> dict[str, object]:
+    # "chunks" on the wire: the protocol's name for the number of delta events.
     return {
-        "finish_reason": finish_reason,
-        "usage": None if usage is None else dict(usage),
-        "chunks": chunks,
-        "chars": chars,
-        "skipped": skipped,
+        "finish_reason": stats.finish_reason,
+        "usage": stats.usage,
+        "chunks": stats.deltas,
+        "chars": stats.chars,
+        "skipped": stats.skipped,
     }
 
 
@@ -118,15 +114,8 @@ class Encoder(ABC):
     def ping(self) -> str: ...
 
     @abstractmethod
-    def done(
-        self,
-        *,
-        finish_reason: str | None,
-        usage: Mapping[str, int] | None,
-        chunks: int,
-        chars: int,
-        skipped: int,
-    ) -> str: ...
+    def done(self, stats: ReframerStats) -> str:
+        """The terminal frame of a complete answer; `stats` says what was streamed."""
 
     @abstractmethod
     def error(self, *, code: str, message: str, request_id: str) -> str: ...
@@ -173,16 +162,8 @@ class SSEEncoder(Encoder):
     def ping(self) -> str:
         return ": ping\n\n"
 
-    def done(
-        self,
-        *,
-        finish_reason: str | None,
-        usage: Mapping[str, int] | None,
-        chunks: int,
-        chars: int,
-        skipped: int,
-    ) -> str:
-        payload = _done_payload(finish_reason, usage, chunks, chars, skipped)
+    def done(self, stats: ReframerStats) -> str:
+        payload = _done_payload(stats)
         return f"event: done\ndata: {_dumps(payload)}\n\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:
@@ -215,16 +196,8 @@ class NDJSONEncoder(Encoder):
     def ping(self) -> str:
         return '{"type":"ping"}\n'
 
-    def done(
-        self,
-        *,
-        finish_reason: str | None,
-        usage: Mapping[str, int] | None,
-        chunks: int,
-        chars: int,
-        skipped: int,
-    ) -> str:
-        payload = {"type": "done", **_done_payload(finish_reason, usage, chunks, chars, skipped)}
+    def done(self, stats: ReframerStats) -> str:
+        payload = {"type": "done", **_done_payload(stats)}
         return _dumps(payload) + "\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:

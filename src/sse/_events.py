@@ -43,16 +43,16 @@ class ReasoningDelta:
 class ReframerStats:
     """What a `Reframer` has seen and emitted so far.
 
-    `chunks`/`chars` count `delta` events and their text (in code points);
-    `reasoning_chunks`/`reasoning_chars` the same for `reasoning` events. `skipped` counts
+    `deltas`/`chars` count `delta` events and their text (in code points);
+    `reasoning_deltas`/`reasoning_chars` the same for `reasoning` events. `skipped` counts
     upstream events that were not valid JSON, had an unknown shape, or had an event type
     other than "message". `tool_calls` counts tool-call entries seen upstream: the protocol
     has no event for them yet, so they are recorded here and not forwarded.
     """
 
-    chunks: int
+    deltas: int
     chars: int
-    reasoning_chunks: int
+    reasoning_deltas: int
     reasoning_chars: int
     skipped: int
     tool_calls: int

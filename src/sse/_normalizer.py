@@ -123,21 +123,29 @@ class UpstreamNormalizer:
 
     def normalize(self, event: Event) -> list[TextDelta | ReasoningDelta]:
         """The deltas one upstream event carries (often one, possibly none). Never raises."""
-        if self.done:
-            return []
-        if event.type != "message":
-            self.skipped += 1
-            return []
-        text = fast_response(event.data)
-        reasoning = ""
-        if text is None:
-            text, reasoning = self.frame(event.data)
+        text, reasoning = self.read(event.type, event.data)
         deltas: list[TextDelta | ReasoningDelta] = []
         if reasoning:
             deltas.append(ReasoningDelta(text=reasoning))
         if text:
             deltas.append(TextDelta(text=text))
         return deltas
+
+    def read(self, event_type: str, data: str) -> tuple[str, str]:
+        """(text, reasoning text) of one upstream event, "" for what it does not carry.
+
+        The one place the per-event rules live: `normalize` and the Reframer both read
+        events through it. Never raises.
+        """
+        if self.done:
+            return _NOTHING
+        if event_type != "message":
+            self.skipped += 1
+            return _NOTHING
+        text = fast_response(data)
+        if text is not None:
+            return text, ""
+        return self.frame(data)
 
     def frame(self, data: str) -> tuple[str, str]:
         """The general path for one `message` event's data: (text, reasoning text).

@@ -13,14 +13,22 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 
 from ._encoders import Encoder, _dumps
+from ._events import ReframerStats
 
 __all__ = ["UIMessageStreamEncoder", "UI_MESSAGE_STREAM_HEADER"]
 
 # The response header that tells the AI SDK which stream protocol it is reading.
 UI_MESSAGE_STREAM_HEADER = ("x-vercel-ai-ui-message-stream", "v1")
 
-# The SDK's finish reasons; ours come from the model and pass through when they match.
-_FINISH_REASONS = frozenset({"stop", "length", "content-filter", "tool-calls", "error", "other"})
+# The model's finish reasons (sse.KNOWN_FINISH_REASONS) in the SDK's spelling.
+_FINISH_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "function_call": "tool-calls",
+    "content_filter": "content-filter",
+    "error": "error",
+}
 
 
 def _frame(chunk: Mapping[str, object]) -> str:
@@ -54,22 +62,12 @@ class UIMessageStreamEncoder(Encoder):
     def ping(self) -> str:
         return ": ping\n\n"
 
-    def done(
-        self,
-        *,
-        finish_reason: str | None,
-        usage: Mapping[str, int] | None,
-        chunks: int,
-        chars: int,
-        skipped: int,
-    ) -> str:
+    def done(self, stats: ReframerStats) -> str:
         finish: dict[str, object] = {"type": "finish"}
-        if finish_reason in _FINISH_REASONS:
-            finish["finishReason"] = finish_reason
-        elif finish_reason is not None:
-            finish["finishReason"] = "other"
-        if usage is not None:
-            finish["messageMetadata"] = {"usage": dict(usage)}
+        if stats.finish_reason is not None:
+            finish["finishReason"] = _FINISH_REASONS.get(stats.finish_reason, "other")
+        if stats.usage is not None:
+            finish["messageMetadata"] = {"usage": dict(stats.usage)}
         return self._close_part() + _frame(finish) + "data: [DONE]\n\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:

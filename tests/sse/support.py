@@ -8,7 +8,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sse import DEFAULT_MAX_EVENT_CHARS, Event, EventStreamParser, EventTooLargeError, LineTooLongError
+from sse import (
+    DEFAULT_MAX_EVENT_CHARS,
+    Event,
+    EventStreamParser,
+    EventTooLargeError,
+    LineTooLongError,
+    ReframerStats,
+)
 
 
 def splits(data: bytes, seed: int) -> list[bytes]:
@@ -106,3 +113,24 @@ def run_reframer(make: Callable[[], Any], chunks: Sequence[bytes], *, finish: bo
     if finish:
         out += reframer.finish()
     return bytes(out)
+
+
+def stats(
+    *,
+    deltas: int = 0,
+    chars: int = 0,
+    skipped: int = 0,
+    finish_reason: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> ReframerStats:
+    """A ReframerStats for encoder tests, zero where not given."""
+    return ReframerStats(
+        deltas=deltas,
+        chars=chars,
+        reasoning_deltas=0,
+        reasoning_chars=0,
+        skipped=skipped,
+        tool_calls=0,
+        finish_reason=finish_reason,
+        usage=usage,
+    )

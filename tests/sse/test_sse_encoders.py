@@ -7,7 +7,7 @@ import json
 import pytest
 
 from sse import ERROR_MESSAGES, Encoder, FieldValueError, NDJSONEncoder, SSEEncoder, format_event
-from tests.sse.support import parse_chunks
+from tests.sse.support import parse_chunks, stats
 
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
 
@@ -70,7 +70,7 @@ def test_sse_encoder_writes_each_protocol_event() -> None:
     assert sse_frame(encoder.delta('a\nb"', "xy")) == ("delta", {"text": 'a\nb"', "p": "xy"})
     assert sse_frame(encoder.reasoning("why", "")) == ("reasoning", {"text": "why", "p": ""})
     assert sse_frame(
-        encoder.done(finish_reason="stop", usage=USAGE, chunks=2, chars=5, skipped=1)
+        encoder.done(stats(finish_reason="stop", usage=USAGE, deltas=2, chars=5, skipped=1))
     ) == (
         "done",
         {"finish_reason": "stop", "usage": USAGE, "chunks": 2, "chars": 5, "skipped": 1},
@@ -97,7 +97,7 @@ def test_ndjson_encoder_writes_one_typed_object_a_line() -> None:
         encoder.delta("a\nb\u2028", "xy"),
         encoder.reasoning("why", ""),
         encoder.ping(),
-        encoder.done(finish_reason=None, usage=None, chunks=0, chars=0, skipped=0),
+        encoder.done(stats()),
         encoder.error(code="internal_error", message="m", request_id="r"),
     ]
     for line in lines:

@@ -151,6 +151,18 @@ def test_parser_output_does_not_depend_on_how_the_input_is_chunked(
     assert parse_chunks(chunks, max_line_bytes=cap) == parse_chunks([data], max_line_bytes=cap)
 
 
+EVENT_CAPS = st.sampled_from([8, 30, 1 << 18])
+
+
+@given(stream_and_chunks(), CAPS, EVENT_CAPS)
+def test_both_caps_give_the_same_verdict_however_the_input_is_chunked(
+    case: tuple[bytes, list[bytes]], cap: int, event_cap: int
+) -> None:
+    data, chunks = case
+    whole = parse_chunks([data], max_line_bytes=cap, max_event_chars=event_cap)
+    assert parse_chunks(chunks, max_line_bytes=cap, max_event_chars=event_cap) == whole
+
+
 FIELD_TEXT = st.text().filter(lambda s: "\r" not in s and "\n" not in s)
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sse import SSEEncoder
-from tests.sse.support import protocol_events
+from tests.sse.support import protocol_events, stats
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 BLOCKS = re.findall(r"```text\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.DOTALL)
@@ -31,7 +31,16 @@ def test_each_sse_example_starts_with_meta_and_ends_with_one_terminal_event(exam
         deltas = [data["text"] for kind, data in events if kind == "delta"]
         assert events[-1][1]["chunks"] == len(deltas)
         assert events[-1][1]["chars"] == sum(map(len, deltas))
-        expected = SSEEncoder().done(**events[-1][1])
+        done = events[-1][1]
+        expected = SSEEncoder().done(
+            stats(
+                deltas=done["chunks"],
+                chars=done["chars"],
+                skipped=done["skipped"],
+                finish_reason=done["finish_reason"],
+                usage=done["usage"],
+            )
+        )
         assert example.endswith(expected)  # the very bytes the encoder writes
 
 

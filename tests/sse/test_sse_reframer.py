@@ -229,7 +229,7 @@ def test_a_native_frame_after_parser_state_is_read_as_part_of_that_state(
     reframer.start()
     assert reframer.feed(before) == b""
     assert reframer.feed(b'data: {"response":"a"}\n\n') == b""
-    assert (reframer.stats.chunks, reframer.stats.skipped) == (0, skipped)
+    assert (reframer.stats.deltas, reframer.stats.skipped) == (0, skipped)
 
 
 def test_frames_with_empty_text_emit_nothing_on_the_fast_path_either() -> None:
@@ -237,7 +237,7 @@ def test_frames_with_empty_text_emit_nothing_on_the_fast_path_either() -> None:
     reframer.start()
     out = reframer.feed(b'data: {"response":"","p":"ab"}\n\ndata: {"response":"a","p":"x"}\n\n')
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
-    assert reframer.stats.chunks == 1
+    assert reframer.stats.deltas == 1
 
 
 def test_ping_is_a_comment_in_sse_and_an_object_in_ndjson() -> None:
@@ -341,7 +341,7 @@ def test_stats_report_chunks_chars_reasoning_usage_and_tool_calls() -> None:
     reframer = make()
     run_reframer(lambda: reframer, [upstream], finish=False)
     stats = reframer.stats
-    assert (stats.chunks, stats.chars, stats.reasoning_chunks, stats.reasoning_chars) == (
+    assert (stats.deltas, stats.chars, stats.reasoning_deltas, stats.reasoning_chars) == (
         1,
         2,
         1,
@@ -405,4 +405,4 @@ def test_two_reframers_share_no_state() -> None:
     second.feed(b'data: {"response":"b"}\n\n')
     out = first.feed(b':"x"}\n\n')
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
-    assert first.stats.chunks == second.stats.chunks == 1
+    assert first.stats.deltas == second.stats.deltas == 1

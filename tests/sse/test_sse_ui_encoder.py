@@ -7,6 +7,7 @@ import random
 
 from sse import Reframer
 from sse import UIMessageStreamEncoder
+from tests.sse.support import stats
 
 
 def chunks_of(text: str) -> list[object]:
@@ -61,8 +62,8 @@ def test_failure_closes_the_open_part_and_sends_a_generic_error_without_finish()
 def test_unknown_finish_reasons_become_other_and_missing_ones_are_left_out():
     encoder = UIMessageStreamEncoder()
     encoder.meta(request_id="r", model="m")
-    finished = chunks_of(encoder.done(finish_reason="eos_token", usage=None, chunks=0, chars=0, skipped=0))
+    finished = chunks_of(encoder.done(stats(finish_reason="eos_token")))
     assert finished[0] == {"type": "finish", "finishReason": "other"}
-    silent = chunks_of(UIMessageStreamEncoder().done(finish_reason=None, usage={"total_tokens": 3}, chunks=0, chars=0, skipped=0))
+    silent = chunks_of(UIMessageStreamEncoder().done(stats(usage={"total_tokens": 3})))
     assert silent[0] == {"type": "finish", "messageMetadata": {"usage": {"total_tokens": 3}}}
     assert UIMessageStreamEncoder().ping() == ": ping\n\n"

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 from sse import MAX_PADDING
 
+from .lifecycle import Timeouts
+
 
 class ConfigError(ValueError):
     """A [vars] entry or secret has a value the Worker cannot run with."""
@@ -29,6 +31,14 @@ class Config:
     padding: int = 32  # longest random padding on delta events; 0 turns it off
     auth_token: str | None = None
     retry_after_s: int = 10
+
+    @property
+    def timeouts(self) -> Timeouts:
+        return Timeouts(
+            ping_interval=self.ping_interval_ms / 1000,
+            idle=self.idle_timeout_ms / 1000,
+            client=self.client_timeout_ms / 1000,
+        )
 
     @property
     def models(self) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 from collections.abc import Awaitable
 from typing import Any
 
@@ -18,6 +19,7 @@ from . import http
 from .api_errors import ApiError
 from .body import read_body
 from .config import Config, ConfigError
+from .lifecycle import StreamLifecycle
 from .limiter import spend
 from .logs import log
 from .rate_limit import client_key, limited_route
@@ -148,10 +150,10 @@ async def _chat(
 ) -> Any:
     model, upstream = await _start_model(exchange, config, turn)
     reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
+    lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
-        upstream=upstream, reframer=reframer, request_id=exchange.request_id, model=model, route=route,
-        ping_interval_ms=config.ping_interval_ms, idle_timeout_ms=config.idle_timeout_ms,
-        client_timeout_ms=config.client_timeout_ms, keep_alive=exchange.keep_alive,
+        upstream=upstream, lifecycle=lifecycle, keep_alive=exchange.keep_alive,
+        log_fields={"request_id": exchange.request_id, "model": model, "route": route},
     )
     stream_headers = {"content-type": encoder.content_type, **http.STREAM_HEADERS, **(headers or {})}
     return exchange.response(relay.readable(), 200, stream_headers)

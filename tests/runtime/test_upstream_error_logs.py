@@ -36,6 +36,9 @@ ROUTES = ("/api/chat", "/api/ui-chat", "/api/chat/raw")
 # "Uncaught (in promise) TypeError: ...". workerd's own "Uncaught exception: ..." is not one.
 UNCAUGHT_JS_ERROR = re.compile(r"Uncaught (?:\([^)]*\) )?\w*Error\b")
 SETTLE_S = 1.5
+# workerd's own report when the raw route's native pipe loses the upstream (sometimes as
+# "Uncaught Error: ..."): generic, no provider text, and not ours to catch on that route.
+RPC_STREAM_LOST = "ReadableStream received over RPC disconnected prematurely"
 
 
 def provider_message(prompt: str) -> str:
@@ -89,5 +92,6 @@ async def test_a_mid_stream_upstream_error_prints_no_provider_text(runtime, http
     await asyncio.sleep(SETTLE_S)  # uncaught-exception reports arrive after the stream has failed
 
     assert [line for line in runtime.lines if message in line] == []
-    assert [line for line in runtime.lines[mark:] if UNCAUGHT_JS_ERROR.search(line)] == []
+    uncaught = [line for line in runtime.lines[mark:] if UNCAUGHT_JS_ERROR.search(line)]
+    assert [line for line in uncaught if RPC_STREAM_LOST not in line] == []
     assert runtime.hung_reports() == []

@@ -1,0 +1,157 @@
+"""The rules of one response stream's life, sans-IO: when to ping, when the model counts
+as silent, when a client that stopped reading is dropped, how the stream ends and what is
+logged about it. Every call takes the time (monotonic seconds) and returns the bytes to
+send, so the rules run on CPython with a fake clock; the relay only forwards chunks,
+ticks and endings to it from the JS streams.
+
+Timing rules:
+- only model output (text, reasoning, a tool call) resets the idle timer: an upstream
+  that sends nothing but keep-alives is still silent;
+- time the upstream spends held back by the client's backpressure is the client's: it
+  never counts as idle, and no ping is queued behind unread bytes;
+- a client that reads nothing for the client timeout while the answer waits on it ends
+  the stream (`client_timeout`);
+- after the upstream's `[DONE]` the stream is complete at once, whatever follows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sse import Reframer
+
+__all__ = ["StreamLifecycle", "Timeouts"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Timeouts:
+    """In seconds: PING_INTERVAL_MS, IDLE_TIMEOUT_MS and CLIENT_TIMEOUT_MS."""
+
+    ping_interval: float
+    idle: float
+    client: float
+
+
+class StreamLifecycle:
+    """Drives one Reframer through one response. `over` turns true once nothing more
+    will be sent (a terminal frame went out, or the client left): the caller then stops
+    reading the upstream. `outcome()` is the log record of how it ended."""
+
+    def __init__(self, reframer: Reframer, timeouts: Timeouts, *, now: float) -> None:
+        self._reframer = reframer
+        self._timeouts = timeouts
+        self._began = now
+        self._last_model_output = now
+        self._last_sent = now
+        self._model_events = 0
+        self._first_delta_at: float | None = None
+        self._behind_since: float | None = None  # first tick that found the client not reading
+        self._client_gone = False
+        self._detail: str | None = None
+
+    @property
+    def over(self) -> bool:
+        return self._client_gone or self._reframer.terminated
+
+    def start(self, now: float) -> bytes:
+        """The first frame (`meta`)."""
+        return self._sent(self._reframer.start(), now)
+
+    def chunk(self, data: bytes, now: float) -> bytes:
+        """What one upstream chunk gives to send; with `[DONE]` in it, the `done` frame."""
+        reframer = self._reframer
+        out = reframer.feed(data)
+        if reframer.model_events != self._model_events:
+            self._model_events = reframer.model_events
+            self._last_model_output = now
+            if self._first_delta_at is None and reframer.stats.deltas:
+                self._first_delta_at = now
+        # A chunk got through, so the client had made room for it.
+        self._behind_since = None
+        if reframer.saw_done and not reframer.terminated:
+            out += reframer.finish()
+        return self._sent(out, now)
+
+    def tick(self, now: float, *, client_behind: bool) -> bytes:
+        """A ping, a timeout's `error` frame, or b"". `client_behind`: bytes already sent
+        wait unread, so the upstream is held back by the client."""
+        if self.over:
+            return b""
+        timeouts = self._timeouts
+        if client_behind:
+            self._last_model_output = now  # the silence is the client's
+            if self._behind_since is None:
+                self._behind_since = now
+            elif now - self._behind_since >= timeouts.client:
+                return self._sent(self._reframer.fail("client_timeout"), now)
+            return b""
+        self._behind_since = None
+        if now - self._last_model_output >= timeouts.idle:
+            return self._sent(self._reframer.fail("upstream_timeout"), now)
+        if now - self._last_sent >= timeouts.ping_interval:
+            return self._sent(self._reframer.ping(), now)
+        return b""
+
+    def next_tick(self, now: float) -> float:
+        """Seconds until the nearest deadline; one timer re-armed for it is enough, so
+        chunks only note the time and the hot path never touches timers."""
+        timeouts = self._timeouts
+        if self._behind_since is not None:
+            # Pings are held and the idle clock stopped while the client is behind: look
+            # again after the shorter interval, or when its time is up.
+            due = min(now + min(timeouts.ping_interval, timeouts.idle), self._behind_since + timeouts.client)
+        else:
+            due = min(self._last_sent + timeouts.ping_interval, self._last_model_output + timeouts.idle)
+        return max(0.001, due - now)
+
+    def upstream_ended(self, now: float, *, failed: bool) -> bytes:
+        """The terminal frame for an upstream that closed (`done` or `upstream_incomplete`)
+        or failed (`generation_failed`), unless the stream is over already."""
+        if self.over:
+            return b""
+        reframer = self._reframer
+        return self._sent(reframer.fail("generation_failed") if failed else reframer.finish(), now)
+
+    def client_left(self) -> None:
+        self._client_gone = True
+
+    def broken(self, now: float, detail: str) -> bytes:
+        """The `internal_error` frame for a failure of the edge itself (an upstream chunk
+        that is not bytes); `detail` goes to the log, never to the client."""
+        self._detail = detail
+        return self._sent(self._reframer.fail("internal_error"), now)
+
+    def outcome(self, now: float) -> tuple[str, dict[str, Any]]:
+        """The log event and its fields: counts, timings, usage; never content."""
+        reframer = self._reframer
+        stats = reframer.stats
+        fields: dict[str, Any] = {
+            "ttft_ms": None if self._first_delta_at is None else _ms(self._first_delta_at - self._began),
+            "duration_ms": _ms(now - self._began),
+            "chunks": stats.deltas,
+            "chars": stats.chars,
+            "skipped": stats.skipped,
+            "finish_reason": stats.finish_reason,
+            "usage": stats.usage,
+        }
+        if self._client_gone and reframer.last_error_code is None and not reframer.terminated:
+            event = "chat_stream_cancelled"
+        elif reframer.last_error_code is not None:
+            event = "chat_stream_failed"
+            fields["code"] = reframer.last_error_code
+        else:
+            event = "chat_stream_completed"
+        detail = type(reframer.exception).__name__ if reframer.exception is not None else self._detail
+        if detail:
+            fields["detail"] = detail  # a bug in the core or the edge: its type, no content
+        return event, fields
+
+    def _sent(self, out: bytes, now: float) -> bytes:
+        if out:
+            self._last_sent = now
+        return out
+
+
+def _ms(seconds: float) -> int:
+    return round(seconds * 1000)

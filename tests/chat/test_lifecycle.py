@@ -1,0 +1,144 @@
+"""The stream lifecycle's rules on CPython with a fake clock: pings, the idle timer that
+only model output resets, a client that stops reading, and how every stream ends."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from chat.lifecycle import StreamLifecycle, Timeouts
+from sse import Reframer
+from tests.sse.support import protocol_events
+
+TIMEOUTS = Timeouts(ping_interval=1.0, idle=5.0, client=20.0)
+
+
+def frame(text: str) -> bytes:
+    return f"data: {json.dumps({'response': text})}\n\n".encode()
+
+
+DONE = b"data: [DONE]\n\n"
+PING = b": ping\n\n"
+
+
+def lifecycle(now: float = 100.0) -> StreamLifecycle:
+    reframer = Reframer(request_id="r", model="m", max_padding=0, rng=random.Random(1))
+    stream = StreamLifecycle(reframer, TIMEOUTS, now=now)
+    stream.start(now)
+    return stream
+
+
+def kinds(out: bytes) -> list[str]:
+    return [kind for kind, _ in protocol_events(out)]
+
+
+def error_code(out: bytes) -> str:
+    [(kind, data)] = protocol_events(out)
+    assert kind == "error"
+    return str(data["code"])
+
+
+def test_done_goes_out_with_the_chunk_that_carries_the_models_end():
+    stream = lifecycle()
+    out = stream.chunk(frame("Hi") + DONE + b"data: after the end\n\n", 101.0)
+    assert kinds(out) == ["delta", "done"] and stream.over
+    assert stream.upstream_ended(109.0, failed=True) == b"", "an error after [DONE] changes nothing"
+    event, fields = stream.outcome(102.0)
+    assert event == "chat_stream_completed" and "code" not in fields
+    assert (fields["chunks"], fields["chars"], fields["ttft_ms"], fields["duration_ms"]) == (1, 2, 1000, 2000)
+
+
+def test_a_silent_model_gets_pings_then_an_upstream_timeout():
+    stream = lifecycle(0.0)
+    assert stream.tick(0.5, client_behind=False) == b""
+    assert stream.tick(1.0, client_behind=False) == PING
+    assert stream.tick(1.5, client_behind=False) == b"", "the ping itself counts as sent"
+    assert error_code(stream.tick(5.0, client_behind=False)) == "upstream_timeout"
+    assert stream.over and stream.tick(9.0, client_behind=False) == b""
+    assert stream.outcome(5.0)[1]["code"] == "upstream_timeout"
+
+
+def test_keep_alives_from_the_model_do_not_reset_the_idle_timer_but_text_does():
+    stream = lifecycle(0.0)
+    for second in range(1, 5):
+        stream.chunk(b": keep-alive\n\n\n", float(second))
+    assert error_code(stream.tick(5.0, client_behind=False)) == "upstream_timeout"
+    talking = lifecycle(0.0)
+    talking.chunk(frame("still here"), 4.0)
+    assert talking.tick(8.9, client_behind=False) == PING
+    assert error_code(talking.tick(9.0, client_behind=False)) == "upstream_timeout"
+
+
+def test_time_the_client_is_behind_is_never_the_models_and_gets_no_pings():
+    stream = lifecycle(0.0)
+    stream.chunk(frame("a"), 0.0)
+    for second in range(1, 15):
+        assert stream.tick(float(second), client_behind=True) == b""
+    # The client reads again: the model gets a whole idle period from the last look.
+    assert stream.tick(15.0, client_behind=False) == PING
+    assert stream.tick(18.9, client_behind=False) == PING
+    assert error_code(stream.tick(19.0, client_behind=False)) == "upstream_timeout"
+
+
+def test_a_client_that_stays_behind_for_the_client_timeout_is_dropped():
+    stream = lifecycle(0.0)
+    assert stream.tick(3.0, client_behind=True) == b""
+    assert stream.tick(22.9, client_behind=True) == b""
+    assert error_code(stream.tick(23.0, client_behind=True)) == "client_timeout"
+    assert stream.over and stream.outcome(23.0)[1]["code"] == "client_timeout"
+
+
+def test_a_chunk_getting_through_means_the_client_made_room():
+    stream = lifecycle(0.0)
+    stream.tick(1.0, client_behind=True)
+    stream.chunk(frame("a"), 15.0)
+    assert stream.tick(16.0, client_behind=True) == b""
+    assert stream.tick(35.9, client_behind=True) == b"", "the client timeout starts again"
+    assert error_code(stream.tick(36.0, client_behind=True)) == "client_timeout"
+
+
+@pytest.mark.parametrize(
+    ("chunks", "failed", "ending"),
+    [
+        pytest.param([frame("a")], False, "upstream_incomplete", id="closed-without-done"),
+        pytest.param([frame("a")], True, "generation_failed", id="failed"),
+        pytest.param([], True, "generation_failed", id="failed-before-any-text"),
+    ],
+)
+def test_an_upstream_that_ends_early_ends_the_stream_with_its_error(chunks, failed, ending):
+    stream = lifecycle(0.0)
+    for chunk in chunks:
+        stream.chunk(chunk, 1.0)
+    assert error_code(stream.upstream_ended(2.0, failed=failed)) == ending
+    assert stream.over and stream.outcome(2.0) == ("chat_stream_failed", stream.outcome(2.0)[1])
+
+
+def test_a_client_that_leaves_is_logged_as_cancelled_and_gets_nothing_more():
+    stream = lifecycle(0.0)
+    stream.chunk(frame("a"), 1.0)
+    stream.client_left()
+    assert stream.over
+    assert stream.tick(9.0, client_behind=False) == b""
+    assert stream.upstream_ended(9.0, failed=True) == b""
+    event, fields = stream.outcome(9.0)
+    assert event == "chat_stream_cancelled" and fields["chunks"] == 1 and "code" not in fields
+
+
+def test_a_broken_edge_ends_with_internal_error_and_logs_only_the_type():
+    stream = lifecycle(0.0)
+    assert error_code(stream.broken(1.0, "TypeError")) == "internal_error"
+    event, fields = stream.outcome(1.0)
+    assert (event, fields["code"], fields["detail"]) == ("chat_stream_failed", "internal_error", "TypeError")
+
+
+def test_the_next_tick_is_due_at_the_nearest_deadline():
+    stream = lifecycle(0.0)
+    assert stream.next_tick(0.0) == pytest.approx(1.0)  # the ping
+    stream.chunk(frame("a"), 0.5)
+    assert stream.next_tick(0.5) == pytest.approx(1.0)
+    stream.tick(1.5, client_behind=True)
+    # Behind: look again after the shorter interval, well before the client timeout.
+    assert stream.next_tick(1.5) == pytest.approx(1.0)
+    assert stream.next_tick(21.0) == pytest.approx(0.5)

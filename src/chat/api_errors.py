@@ -25,6 +25,7 @@ RATE_LIMIT_CODES = frozenset({3040, 3036})
 # A provider message can be any length; its code, if any, is within the first prefixes.
 _CODE_SEARCH_CHARS = 200
 _CODE_SEARCH_PREFIXES = 4
+_MAX_CODE_DIGITS = 5
 
 
 def binding_error_code(message: str) -> int | None:
@@ -41,5 +42,7 @@ def binding_error_code(message: str) -> int | None:
             return None
         head = head.strip()
         if head.isascii() and head.isdigit():
-            return int(head)
+            # Workers AI codes have four digits; anything longer is not one of them and
+            # is not copied into a log.
+            return int(head) if len(head) <= _MAX_CODE_DIGITS else None
     return None

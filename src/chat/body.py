@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyodide.ffi import jsnull
+from pyodide.ffi import JsException, jsnull
 
 from .api_errors import ApiError
 
@@ -27,7 +27,12 @@ async def read_body(js_request: Any, declared_length: str | None, limit: int) ->
     size = 0
     try:
         while True:
-            result = await reader.read()
+            try:
+                result = await reader.read()
+            except JsException:
+                # The client went away mid-upload (or sent a broken body): its fault, not
+                # a failure of ours, and nobody is left to read the answer.
+                raise ApiError(400, "invalid_request", "The request body could not be read.") from None
             if result.done:
                 break
             # Counted before copying into Python: one huge piece must not cost its size.

@@ -58,6 +58,11 @@ def client_key(*, token: str | None, ip: str | None) -> ClientKey:
         # it came from inside the account (a service binding). They share one budget rather
         # than escape the limit.
         return ClientKey(kind="ip", value="no-ip")
+    mapped = address.lower().removeprefix("::ffff:")
+    if mapped != address.lower() and _is_ipv4(mapped):
+        # An IPv4 client seen through an IPv6 socket is that IPv4 client, not one /64
+        # that every such client would share.
+        return ClientKey(kind="ip", value="ip:" + mapped)
     if ":" in address:
         prefix = ipv6_prefix64(address)
         if prefix is not None:

@@ -30,14 +30,16 @@ def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, A
     return ApiError(502, "model_unavailable", UNAVAILABLE), {"reason": "failed", "binding_code": code}
 
 
-async def _cancel_when_it_arrives(pending: Any) -> None:
+async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, model: str) -> None:
     """A stream that shows up after its deadline is nobody's: stop its generation."""
     try:
-        stream = await pending
-        if getattr(stream, "cancel", None) is not None:
-            await stream.cancel()
-    except Exception:  # noqa: BLE001 - the late start failed; nothing to stop
-        pass
+        stream = await start
+    except Exception:  # noqa: BLE001 - the late start failed: there is nothing to stop
+        return
+    try:
+        await stream.cancel()
+    except Exception as exc:  # noqa: BLE001 - logged by type; the stream is abandoned either way
+        log("chat_late_stream_not_cancelled", request_id=request_id, model=model, detail=type(exc).__name__)
 
 
 async def start_model_stream(
@@ -51,13 +53,17 @@ async def start_model_stream(
     failure: ApiError | None = None
     for attempt, model in enumerate(config.models):
         began = time.monotonic()
-        pending = ai.run(model, js_inputs)
+        # One future for the call, awaited through a shield: at the deadline wait_for
+        # cancels only the shield, and the call itself can still be awaited (and its
+        # late stream cancelled). The binding may hand back a coroutine, which can be
+        # awaited only once.
+        start = asyncio.ensure_future(ai.run(model, js_inputs))
         try:
-            stream = await asyncio.wait_for(_await(pending), config.start_timeout_ms / 1000)
+            stream = await asyncio.wait_for(asyncio.shield(start), config.start_timeout_ms / 1000)
         except (TimeoutError, JsException) as exc:
             failure, detail = _classify(exc, config)
             if isinstance(exc, TimeoutError):
-                keep_alive(_cancel_when_it_arrives(pending))
+                keep_alive(_cancel_when_it_arrives(start, request_id, model))
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
             continue
@@ -69,10 +75,6 @@ async def start_model_stream(
         return model, stream
     assert failure is not None
     raise failure
-
-
-async def _await(pending: Any) -> Any:
-    return await pending
 
 
 def _ms_since(began: float) -> int:

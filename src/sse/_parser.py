@@ -16,6 +16,8 @@ __all__ = ["DEFAULT_MAX_EVENT_CHARS", "DEFAULT_MAX_LINE_BYTES", "EventReader", "
 # consumes these on its hot path and never needs the dataclass.
 RawEvent = tuple[str, str, str]
 
+_MAX_RETRY_DIGITS = 16  # 2**53 has 16
+
 
 class EventReader:
     """Interprets blocks of whole events (LF line ends, ending with a blank line, as the
@@ -69,7 +71,9 @@ class EventReader:
                     if "\0" not in value:
                         self.last_event_id = value
                 elif field == "retry":
-                    if value.isascii() and value.isdigit():
+                    # Bounded: int() refuses thousands of digits, and no reconnection
+                    # time needs more than 2**53 milliseconds anyway.
+                    if value.isascii() and value.isdigit() and len(value) <= _MAX_RETRY_DIGITS:
                         self.retry = int(value)
                 # Any other field name is ignored, as the spec says.
         return events

@@ -149,7 +149,9 @@ class Reframer:
                 # offending input has ended it already).
                 out.append(self._error("upstream_malformed"))
         except Exception as exc:  # the contract is "never raises"
-            self.exception = exc
+            # Kept for the log without its traceback, whose frames would hold this
+            # Reframer (and its buffers) in a reference cycle.
+            self.exception = exc.with_traceback(None)
             out = [] if self._started else [self._meta()]
             out.append(self._error("internal_error"))
         # _encode, inlined on the hot path.
@@ -170,7 +172,7 @@ class Reframer:
             return b""
         out = [] if self._started else [self._meta()]
         if self._normalizer.done:
-            self._terminated = True
+            self._end()
             out.append(self._encoder.done(self.stats))
         else:
             out.append(self._error("upstream_incomplete"))
@@ -186,6 +188,12 @@ class Reframer:
         out.append(self._error(code))
         return self._encode(out)
 
+    def _end(self) -> None:
+        # Whatever the upstream left unfinished is dropped at once, not when this object
+        # is collected: a stream's buffers never outlive its terminal frame.
+        self._terminated = True
+        self._buffer.close()
+
     def _meta(self) -> str:
         self._started = True
         return self._encoder.meta(request_id=self.request_id, model=self.model)
@@ -193,7 +201,7 @@ class Reframer:
     def _error(self, code: str) -> str:
         if code not in ERROR_MESSAGES:
             code = "internal_error"
-        self._terminated = True
+        self._end()
         self.last_error_code = code
         return self._encoder.error(
             code=code, message=ERROR_MESSAGES[code], request_id=self.request_id

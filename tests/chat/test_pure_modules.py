@@ -171,7 +171,7 @@ def test_origins_without_a_list_are_open_and_same_origin_always_passes():
 @pytest.mark.parametrize(
     ("message", "code"),
     [("3040: Capacity temporarily exceeded", 3040), ("Error: 3036: limited", 3036), ("boom", None), ("AiError: no code: here", None),
-     ("a: " * 5000 + "3040: deep", None), ("x" * 100_000 + ": 3040: late", None)],
+     ("a: " * 5000 + "3040: deep", None), ("x" * 100_000 + ": 3040: late", None), ("9" * 190 + ": SECRET", None)],
 )
 def test_binding_error_codes_are_read_from_the_message(message, code):
     assert binding_error_code(message) == code

@@ -76,6 +76,12 @@ def test_ipv6_addresses_in_one_slash_64_share_a_budget():
     assert client_key(token=None, ip="2001:db8:1:2:") == client_key(token=None, ip="2001:db8:1:2:")
 
 
+def test_ipv4_clients_seen_through_ipv6_keep_their_own_budgets():
+    first = client_key(token=None, ip="::ffff:192.0.2.1")
+    assert first == client_key(token=None, ip="192.0.2.1") == client_key(token=None, ip="::FFFF:192.0.2.1")
+    assert first != client_key(token=None, ip="::ffff:192.0.2.2")
+
+
 @pytest.mark.parametrize(
     ("address", "prefix"),
     [

@@ -107,3 +107,14 @@ async def test_a_reader_that_never_reads_again_is_dropped_after_the_client_timeo
     cancelled = runtime.wait_for_record("ai_upstream_cancelled", since=mark)
     assert cancelled["pulls"] < 100_000, "the generation stopped, it did not run to the end"
     assert not any(r["event"] == "ai_upstream_finished" for r in runtime.records(mark))
+
+
+async def test_a_model_that_starts_after_the_start_timeout_is_cancelled_when_it_arrives(start_runtime, http):
+    late = [step for i in range(200) for step in (native_frame(f"t{i} "), sleep(20))] + [done_frame()]
+    runtime = start_runtime(scripted_options(late, start_delay_ms=1500, variables={"START_TIMEOUT_MS": "500"}))
+    mark = len(runtime.lines)
+    response = await http.post(runtime.url + "/api/chat", json=ask("late"))
+    assert response.status_code == 504 and response.json()["error"]["code"] == "upstream_timeout"
+    cancelled = runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert cancelled["pulls"] < 200, "the late generation was stopped, not read to its end"
+    assert not any(r["event"] == "ai_upstream_finished" for r in runtime.records(mark))

@@ -304,3 +304,8 @@ def test_a_line_trickling_in_a_byte_a_chunk_is_not_kept_as_a_fragment_per_byte()
         parser.feed(b"x")
     assert len(parser._buffer._held) < 100_000 // 32
     assert parser.feed(b"\ndata: a\n\n") == [ev("a")]
+
+
+def test_a_retry_field_of_thousands_of_digits_is_ignored_not_a_crash() -> None:
+    parsed = parse_three_ways(b"retry: 1500\n\nretry: " + b"1" * 5000 + b"\n\ndata: ok\n\n")
+    assert parsed.retry == 1500 and parsed.events == [ev("ok")]

@@ -406,3 +406,22 @@ def test_two_reframers_share_no_state() -> None:
     out = first.feed(b':"x"}\n\n')
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
     assert first.stats.deltas == second.stats.deltas == 1
+
+
+def test_a_finished_reframer_holds_no_upstream_text_and_is_freed_without_the_cycle_collector() -> None:
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        for ending in ("finish", "fail"):
+            reframer = make()
+            reframer.start()
+            reframer.feed(b'data: {"response":"a"}\n\ndata: ' + "\U0001f680".encode() * 10_000)
+            getattr(reframer, ending)(*(("upstream_timeout",) if ending == "fail" else ()))
+            assert reframer.feed(b"\n\n") == b""
+            collected = weakref.ref(reframer)
+            del reframer
+            assert collected() is None, f"a reference cycle keeps a Reframer after {ending}()"
+    finally:
+        gc.enable()

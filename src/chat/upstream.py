@@ -40,6 +40,8 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
         await stream.cancel()
     except Exception as exc:  # noqa: BLE001 - logged by type; the stream is abandoned either way
         log("chat_late_stream_not_cancelled", request_id=request_id, model=model, detail=type(exc).__name__)
+        return
+    log("chat_late_stream_cancelled", request_id=request_id, model=model)
 
 
 async def start_model_stream(

@@ -2,9 +2,12 @@
 
     python bench/runtime_bench.py [--repeats 3] [--quick] [--only cpu,latency,...]
 
-Writes bench/results/latest.json and the charts docs/bench-cpu.png, docs/bench-latency.png,
-and prints the Markdown tables that docs/benchmarks.md quotes. Every figure comes from
-this one run; each measurement is repeated (median and spread reported).
+Writes bench/results/latest.json and the charts docs/bench-cpu-direct.png,
+docs/bench-cpu.png, docs/bench-latency.png, and prints the figures (the CPU ones also as
+the Markdown tables that docs/benchmarks.md quotes). Every figure comes from this one run;
+each measurement is repeated (median and spread reported). CPU is measured in the
+production-like runtime (workerd alone, devtools/workerd_direct.py) and, for comparison,
+under `wrangler dev`; the other sections run under `wrangler dev`.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from tests.runtime.processes import workerd_cpu_seconds, workerd_rss_bytes  # no
 
 RESULTS = ROOT / "bench" / "results"
 JS_REFRAMER = "bench/js_reframer/worker.js"
+JS_IDENTITY = "bench/js_identity/worker.js"
 
 
 def conversation(i: int) -> dict[str, Any]:
@@ -59,40 +63,115 @@ async def drain(client: httpx.AsyncClient, url: str, path: str, payload: dict[st
 
 
 # --- 1. CPU per 1,000-token answer ---------------------------------------------------------
+# workerd process CPU (user+system from /proc) per 1,000-token answer from the unpaced
+# emulator. Primary: the production-like runtime (devtools/workerd_direct.py: workerd alone,
+# no proxy, no inspector), on two workloads. Second: `wrangler dev`, as measured before.
+# Every path runs in one loop, repeated, so all figures share the machine's conditions.
+
+# sample name -> (Worker module, or None for the Python Worker; route)
+CPU_PATHS: dict[str, tuple[str | None, str]] = {
+    "raw_passthrough": (None, "/api/chat/raw"),  # the Python Worker passing the stream through: the floor
+    "python_reframe": (None, "/api/chat"),
+    "js_passthrough": (JS_REFRAMER, "/api/chat/raw"),  # the JS anchor passing the stream through
+    "js_identity": (JS_IDENTITY, "/api/chat"),  # one JS identity TransformStream: the second floor
+    "js_reframe": (JS_REFRAMER, "/api/chat"),
+}
+# (group name, production-like runtime (else wrangler dev), frames per network chunk)
+CPU_GROUPS: list[tuple[str, bool, int]] = [
+    ("production_like_3_frames_per_chunk", True, 3),
+    ("production_like_1_frame_per_chunk", True, 1),
+    ("wrangler_dev_3_frames_per_chunk", False, 3),
+]
+
+
+def cpu_options(direct: bool, frames_per_chunk: int, main: str | None) -> RuntimeOptions:
+    return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames_per_chunk, main=main, workerd_direct=direct)
+
+
+def summarise_cpu(samples: dict[str, list[float]]) -> dict[str, Any]:
+    def per_run(combine: Any, a: str, b: str) -> dict[str, float]:
+        return spread([combine(x, y) for x, y in zip(samples[a], samples[b])])
+
+    return {
+        "ms_cpu_per_answer": {name: spread(values) for name, values in samples.items()},
+        "python_over_js": per_run(lambda p, j: p / j, "python_reframe", "js_reframe"),
+        # ms per 1,000 tokens above the Python Worker's pass-through, per run
+        "above_raw_ms_per_1000_tokens": {name: per_run(lambda x, r: x - r, name, "raw_passthrough")
+                                         for name in samples if name != "raw_passthrough"},
+        # the JS paths above the JS anchor's own pass-through (no Python request handling in it)
+        "above_js_passthrough_ms_per_1000_tokens": {name: per_run(lambda x, r: x - r, name, "js_passthrough")
+                                                    for name in ("js_identity", "js_reframe")},
+    }
 
 
 def bench_cpu(repeats: int, streams: int) -> dict[str, Any]:
-    python = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000)).start()
-    js = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, main=JS_REFRAMER)).start()
-    paths = {"python_reframe": (python, "/api/chat"), "raw_passthrough": (python, "/api/chat/raw"), "js_reframe": (js, "/api/chat")}
-    samples: dict[str, list[float]] = {name: [] for name in paths}
+    runtimes: dict[RuntimeOptions, LocalRuntime] = {}
+    measured: list[tuple[str, str, RuntimeOptions, str]] = []  # (group, sample, runtime options, route)
+    for group, direct, frames in CPU_GROUPS:
+        for name, (main, route) in CPU_PATHS.items():
+            measured.append((group, name, cpu_options(direct, frames, main), route))
+    samples: dict[str, dict[str, list[float]]] = {group: {} for group, _, _ in CPU_GROUPS}
     try:
+        for _, _, options, _ in measured:
+            if options not in runtimes:
+                runtimes[options] = LocalRuntime(options).start()
+
         async def run(runtime: LocalRuntime, path: str, count: int) -> None:
             async with httpx.AsyncClient(timeout=120) as client:
                 for i in range(count):
                     await drain(client, runtime.url, path, conversation(i))
 
-        for runtime, path in paths.values():  # warm both isolates and the JITs
-            asyncio.run(run(runtime, path, 10))
-        for _ in range(repeats):
-            for name, (runtime, path) in paths.items():
+        for _, _, options, route in measured:  # warm every isolate and the JITs
+            asyncio.run(run(runtimes[options], route, 10))
+        for repeat in range(repeats):
+            # A different order each run, so no path is always measured after the same one.
+            shift = repeat * len(measured) // max(repeats, 1)
+            for group, name, options, route in measured[shift:] + measured[:shift]:
+                runtime = runtimes[options]
                 before = workerd_cpu_seconds(runtime)
-                asyncio.run(run(runtime, path, streams))
-                samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / streams)
+                asyncio.run(run(runtime, route, streams))
+                samples[group].setdefault(name, []).append(1000 * (workerd_cpu_seconds(runtime) - before) / streams)
     finally:
-        python.stop()
-        js.stop()
-    ratios = [p / j for p, j in zip(samples["python_reframe"], samples["js_reframe"])]
-    above_raw = [p - r for p, r in zip(samples["python_reframe"], samples["raw_passthrough"])]
-    js_above_raw = [j - r for j, r in zip(samples["js_reframe"], samples["raw_passthrough"])]
-    return {
-        "streams_per_run": streams,
-        "ms_cpu_per_answer": {name: spread(values) for name, values in samples.items()},
-        "python_over_js": spread(ratios),
-        "python_above_raw_ms_per_1000_tokens": spread(above_raw),
-        "js_above_raw_ms_per_1000_tokens": spread(js_above_raw),
-        "samples": samples,
-    }
+        for runtime in runtimes.values():
+            runtime.stop()
+    result: dict[str, Any] = {"streams_per_run": streams, "answer_tokens": 1000}
+    for group, direct, frames in CPU_GROUPS:
+        ordered = {name: samples[group][name] for name in CPU_PATHS}
+        result[group] = {"runtime": "workerd_direct" if direct else "wrangler_dev", "frames_per_chunk": frames,
+                         **summarise_cpu(ordered), "samples": ordered}
+    return result
+
+
+CPU_LABELS = {
+    "raw_passthrough": "`/api/chat/raw` (Python Worker, pass-through: the floor)",
+    "python_reframe": "`/api/chat` (Python re-framer)",
+    "js_passthrough": "JS anchor's `/api/chat/raw` (JS pass-through)",
+    "js_identity": "JS identity `TransformStream` relay (second floor)",
+    "js_reframe": "JS `TransformStream` re-framer (the anchor)",
+}
+
+
+def cpu_tables(cpu: dict[str, Any]) -> str:
+    """The CPU figures as the Markdown tables docs/benchmarks.md quotes."""
+    def fmt(s: dict[str, float], digits: int = 1, suffix: str = "") -> str:
+        return f"{s['median']:.{digits}f}{suffix} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+    out = []
+    for group, _, frames in CPU_GROUPS:
+        data = cpu[group]
+        out.append(f"#### {group} ({data['runtime']}, {frames} frame(s) per network chunk, "
+                   f"{cpu['streams_per_run']} streams per run, {len(next(iter(data['samples'].values())))} runs)\n")
+        out.append("| path | CPU ms per 1,000-token answer, median (min–max) | above the raw floor |")
+        out.append("| --- | --- | --- |")
+        for name in data["ms_cpu_per_answer"]:
+            above = data["above_raw_ms_per_1000_tokens"].get(name)
+            out.append(f"| {CPU_LABELS[name]} | {fmt(data['ms_cpu_per_answer'][name])} | {fmt(above) if above else '–'} |")
+        out.append("")
+        out.append(f"- Python over JS: {fmt(data['python_over_js'], 2, '×')}")
+        for name, value in data["above_js_passthrough_ms_per_1000_tokens"].items():
+            out.append(f"- {CPU_LABELS[name]} above the JS pass-through: {fmt(value)} ms")
+        out.append("")
+    return "\n".join(out)
 
 
 # --- 2. Added latency with a paced upstream -------------------------------------------------
@@ -313,7 +392,7 @@ def draw(results: dict[str, Any]) -> None:
     import matplotlib.pyplot as plt
 
     if "cpu" in results:
-        cpu = results["cpu"]["ms_cpu_per_answer"]
+        cpu = results["cpu"]["wrangler_dev_3_frames_per_chunk"]["ms_cpu_per_answer"]
         names = ["raw_passthrough", "js_reframe", "python_reframe"]
         labels = ["pass-through\n(/api/chat/raw)", "JS TransformStream\nre-framer", "Python re-framer\n(/api/chat)"]
         medians = [cpu[n]["median"] for n in names]
@@ -321,11 +400,33 @@ def draw(results: dict[str, Any]) -> None:
         fig, ax = plt.subplots(figsize=(7, 4))
         ax.bar(labels, medians, yerr=errors, capsize=6, color=["#9aa5b1", "#f0b429", "#2f80ed"])
         ax.set_ylabel("workerd CPU ms per 1,000-token answer")
-        ax.set_title("Worker CPU per answer (median, min-max over runs)")
+        ax.set_title("Worker CPU per answer under wrangler dev (median, min-max over runs)")
         for x, value in enumerate(medians):
             ax.text(x, value, f"{value:.0f}", ha="center", va="bottom")
         fig.tight_layout()
         fig.savefig(ROOT / "docs" / "bench-cpu.png", dpi=110)
+        plt.close(fig)
+
+        groups = [("production_like_3_frames_per_chunk", "3 frames per chunk"), ("production_like_1_frame_per_chunk", "1 frame per chunk")]
+        names = list(CPU_PATHS)
+        colours = ["#9aa5b1", "#2f80ed", "#c5ccd3", "#f7d070", "#f0b429"]
+        short = ["Python pass-through\n(/api/chat/raw)", "Python re-framer\n(/api/chat)", "JS pass-through", "JS identity\nTransformStream", "JS re-framer"]
+        fig, ax = plt.subplots(figsize=(9, 4.5))
+        width = 0.8 / len(names)
+        for i, (name, colour, label) in enumerate(zip(names, colours, short)):
+            stats = [results["cpu"][g]["ms_cpu_per_answer"][name] for g, _ in groups]
+            xs = [g + (i - (len(names) - 1) / 2) * width for g in range(len(groups))]
+            ax.bar(xs, [st["median"] for st in stats], width,
+                   yerr=[[st["median"] - st["min"] for st in stats], [st["max"] - st["median"] for st in stats]],
+                   capsize=3, color=colour, label=label.replace("\n", " "))
+            for x, st in zip(xs, stats):
+                ax.text(x, st["max"], f"{st['median']:.0f}", ha="center", va="bottom", fontsize=8)
+        ax.set_xticks(range(len(groups)), [label for _, label in groups])
+        ax.set_ylabel("workerd CPU ms per 1,000-token answer")
+        ax.set_title("Worker CPU per answer, production-like runtime (workerd alone)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(ROOT / "docs" / "bench-cpu-direct.png", dpi=110)
         plt.close(fig)
     if "latency" in results:
         latency = results["latency"]
@@ -385,13 +486,14 @@ def main() -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=2))
     draw(results)
-    printable = {k: v for k, v in results.items()}
-    for section in printable.values():
-        if isinstance(section, dict):
-            section.pop("samples", None)
-            section.pop("samples_chat_ms", None)
-            section.pop("samples_raw_ms", None)
-    print(json.dumps(printable, indent=2))
+    def without_samples(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: without_samples(v) for k, v in value.items() if k not in ("samples", "samples_chat_ms", "samples_raw_ms")}
+        return value
+
+    print(json.dumps(without_samples(results), indent=2))
+    if "cpu" in results:
+        print(cpu_tables(results["cpu"]))
 
 
 if __name__ == "__main__":

@@ -97,8 +97,9 @@ def runtime_environment() -> dict[str, str]:
     return env
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.ArgumentParser:
+    """The options of every launcher of the local runtime (this one, workerd_direct.py)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--port", type=int, default=8787)
     parser.add_argument("--ip", default="127.0.0.1")
     parser.add_argument("--var", action="append", default=[], metavar="KEY:VALUE", help="override a [vars] entry")
@@ -111,6 +112,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
     parser.add_argument("--rate-limit", type=int, metavar="N",
                         help="chat requests per client per the binding's period (60 s); 0 = no limiter binding")
+    return parser
+
+
+def parse_args(argv: list[str] | None, parser: argparse.ArgumentParser | None = None) -> argparse.Namespace:
+    parser = parser or argument_parser()
     args = parser.parse_args(argv)
     for item in args.var:
         if ":" not in item:

@@ -2,7 +2,10 @@
 
 A `LocalRuntime` is one `make dev`-equivalent process on a free port, with its stdout
 collected so tests can assert on the Worker's and the emulator's log lines, and so that a
-crash of the runtime fails the tests that were using it (tests/conftest.py).
+crash of the runtime fails the tests that were using it (tests/conftest.py). With
+`RuntimeOptions(workerd_direct=True)` it is the production-like runtime instead
+(devtools/workerd_direct.py: workerd alone, no wrangler, no proxy), with the same options
+and the same helpers.
 """
 
 from __future__ import annotations
@@ -66,6 +69,10 @@ class RuntimeOptions:
     # 0 = no limiter binding. The default is far above any suite's traffic (the load tests
     # send hundreds of requests from one address), so only tests that set it meet the limit.
     rate_limit: int | None = 1_000_000
+    # devtools/workerd_direct.py instead of devtools/dev.py: the same Worker, bindings and
+    # options in workerd alone (no wrangler, no dev proxy, no inspector), for CPU figures
+    # that compare with production. It takes its own free port and names it when ready.
+    workerd_direct: bool = False
 
 
 @dataclass
@@ -83,7 +90,9 @@ class LocalRuntime:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LocalRuntime:
-        command = [sys.executable, str(ROOT / "devtools" / "dev.py"), "--port", str(self.port)]
+        launcher = "workerd_direct.py" if self.options.workerd_direct else "dev.py"
+        port = 0 if self.options.workerd_direct else self.port  # 0: no race for a port probed earlier
+        command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port)]
         command += ["--ai-format", self.options.ai_format, "--ai-pace", str(self.options.ai_pace)]
         if self.options.ai_reply_tokens:
             command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]
@@ -119,9 +128,11 @@ class LocalRuntime:
 
     def _wait_until_serving(self) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not any("Ready on http://" in line for line in self.lines):
+        while not (ready := [line for line in self.lines if "Ready on http://" in line]):
             self._check_alive(deadline)
             time.sleep(0.1)
+        if self.options.workerd_direct:
+            self.port = int(ANSI_ESCAPE.sub("", ready[0]).rsplit(":", 1)[1].strip())
         # The first request initialises Python in the isolate; wait for it here, not in a test.
         while True:
             self._check_alive(deadline)

@@ -12,7 +12,8 @@ TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def workerd_pids(runtime: LocalRuntime) -> list[int]:
-    """workerd processes started (through wrangler) by this runtime's launcher."""
+    """workerd processes started by this runtime's launcher: through wrangler (dev.py), or
+    directly (workerd_direct.py, the production-like runtime)."""
     assert runtime._process is not None
     parents: dict[int, int] = {}
     commands: dict[int, bytes] = {}

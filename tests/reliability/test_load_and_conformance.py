@@ -24,7 +24,6 @@ ECHO_TWICE = [sleep(20), echo(), sleep(30), echo(), usage_frame(3, 2), done_fram
 @pytest.mark.heavy
 async def test_mixed_load_keeps_every_stream_its_own_and_memory_returns(start_runtime):
     runtime = start_runtime(scripted_options(ECHO_TWICE))
-    rss_before = workerd_rss_bytes(runtime)
     kinds = ["valid"] * 6 + ["invalid"] * 2 + ["cancelled"] * 2
     plan = [random.Random(7).choice(kinds) for _ in range(REQUESTS)]
     gate = asyncio.Semaphore(CONCURRENCY)
@@ -47,19 +46,23 @@ async def test_mixed_load_keeps_every_stream_its_own_and_memory_returns(start_ru
             elif kind == "cancelled" and result.text != secret:
                 problems.append(f"{i}: cancelled stream saw another stream's text")
 
-    async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=CONCURRENCY + 10)) as client:
-        await asyncio.gather(*(one(i, kind, client) for i, kind in enumerate(plan)))
-    assert problems == []
-    await asyncio.sleep(2)
+    growth = []
+    for _ in range(2):
+        rss_before = workerd_rss_bytes(runtime)
+        async with httpx.AsyncClient(timeout=120, limits=httpx.Limits(max_connections=CONCURRENCY + 10)) as client:
+            await asyncio.gather(*(one(i, kind, client) for i, kind in enumerate(plan)))
+        assert problems == []
+        await asyncio.sleep(2)
+        growth.append(workerd_rss_bytes(runtime) - rss_before)
     assert (await httpx.AsyncClient().get(runtime.url + "/health")).status_code == 200
     assert runtime.hung_reports() == []
-    growth = workerd_rss_bytes(runtime) - rss_before
-    print(f"workerd RSS growth after {REQUESTS} requests: {growth / 2**20:.1f} MiB")
-    # Under `wrangler dev` workerd's RSS grows with every request whatever the Worker does:
-    # measured here ~35 KiB per GET /health on a bare JS Worker and ~170 KiB per streamed
-    # pass-through request (docs/benchmarks.md, "Memory"). This bounds our path to the
-    # same order, so a per-stream leak of our own (a retained answer, say) still fails.
-    assert growth / REQUESTS < 512 * 1024
+    print(f"workerd RSS growth over two rounds of {REQUESTS} requests: {[round(g / 2**20, 1) for g in growth]} MiB")
+    # workerd's RSS grows with traffic whatever the Worker does (V8 collects late, and
+    # under `wrangler dev` ~170 KiB per streamed pass-through request, docs/benchmarks.md,
+    # "Memory"), so an absolute bound is either loose or flaky. What a leak of our own
+    # changes is the second round: memory that returns (or levels off) grows about half
+    # as much the second time (measured), a retained stream grows as much again.
+    assert growth[1] < max(growth[0] * 3 / 4, 24 << 20)
 
 
 def test_the_api_matches_its_openapi_description_under_schemathesis(start_runtime):

@@ -9,7 +9,7 @@ PORT ?= 8787
 DEV_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup browser dev test bench deploy-check deploy clean
+.PHONY: setup browser dev lint test bench deploy-check deploy clean
 
 setup: $(VENV)/.installed node_modules/.installed browser
 	@$(BIN)/python devtools/build_pyodide_bundle.py
@@ -33,8 +33,13 @@ node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 dev: setup
 	$(BIN)/python devtools/dev.py --port $(PORT) $(DEV_ARGS)
 
+# ruff over all Python; mypy --strict over the sans-IO core and the stream lifecycle.
+lint: setup
+	$(BIN)/ruff check src tests devtools bench clients
+	$(BIN)/mypy
+
 # Branch coverage of the sans-IO core (src/sse) is reported and must stay at 95% or more.
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest --cov=src/sse --cov-branch --cov-report=term-missing:skip-covered --cov-fail-under=95 $(PYTEST_ARGS)
 
 # Side-by-side benchmarks in the local runtime; results and charts for docs/benchmarks.md.

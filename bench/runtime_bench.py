@@ -90,7 +90,7 @@ def cpu_options(direct: bool, frames_per_chunk: int, main: str | None) -> Runtim
 
 def summarise_cpu(samples: dict[str, list[float]]) -> dict[str, Any]:
     def per_run(combine: Any, a: str, b: str) -> dict[str, float]:
-        return spread([combine(x, y) for x, y in zip(samples[a], samples[b])])
+        return spread([combine(x, y) for x, y in zip(samples[a], samples[b], strict=False)])
 
     return {
         "ms_cpu_per_answer": {name: spread(values) for name, values in samples.items()},
@@ -356,7 +356,7 @@ def bench_throughput(repeats: int, paced_streams: int) -> dict[str, Any]:
                 ok = 0
                 for i, result in enumerate(results):
                     deltas = [e.at for e in result.events if e.name == "delta"]
-                    gaps.extend(1000 * (b - a) for a, b in zip(deltas, deltas[1:]))
+                    gaps.extend(1000 * (b - a) for a, b in zip(deltas, deltas[1:], strict=False))
                     ok += result.terminal.name == "done" and result.text == expected[i]
                 return ok
 
@@ -413,13 +413,13 @@ def draw(results: dict[str, Any]) -> None:
         short = ["Python pass-through\n(/api/chat/raw)", "Python re-framer\n(/api/chat)", "JS pass-through", "JS identity\nTransformStream", "JS re-framer"]
         fig, ax = plt.subplots(figsize=(9, 4.5))
         width = 0.8 / len(names)
-        for i, (name, colour, label) in enumerate(zip(names, colours, short)):
+        for i, (name, colour, label) in enumerate(zip(names, colours, short, strict=False)):
             stats = [results["cpu"][g]["ms_cpu_per_answer"][name] for g, _ in groups]
             xs = [g + (i - (len(names) - 1) / 2) * width for g in range(len(groups))]
             ax.bar(xs, [st["median"] for st in stats], width,
                    yerr=[[st["median"] - st["min"] for st in stats], [st["max"] - st["median"] for st in stats]],
                    capsize=3, color=colour, label=label.replace("\n", " "))
-            for x, st in zip(xs, stats):
+            for x, st in zip(xs, stats, strict=False):
                 ax.text(x, st["max"], f"{st['median']:.0f}", ha="center", va="bottom", fontsize=8)
         ax.set_xticks(range(len(groups)), [label for _, label in groups])
         ax.set_ylabel("workerd CPU ms per 1,000-token answer")

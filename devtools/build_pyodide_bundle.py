@@ -163,7 +163,7 @@ def encode_bundle(asm_source: bytes, wasm: bytes, stdlib: bytes) -> bytes:
     bundle = schema.Bundle.new_message()
     modules = bundle.init("modules", 3)
     entries = (("pyodide.asm", "src", asm_source), ("pyodide.asm.wasm", "wasm", wasm), ("python_stdlib.zip", "data", stdlib))
-    for module, (name, kind, payload) in zip(modules, entries):
+    for module, (name, kind, payload) in zip(modules, entries, strict=False):
         module.name = MODULE_PREFIX + name
         setattr(module, kind, payload)
         module.type = "internal"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 from .api_errors import ApiError
 from .config import Config
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from devtools.dev import ROOT
-from devtools.workerd_direct import capnp_string, launcher_args, workerd_config, worker_modules
+from devtools.workerd_direct import capnp_string, launcher_args, worker_modules, workerd_config
 from tests.runtime.client import chat
 from tests.runtime.harness import RuntimeOptions
 from tests.runtime.processes import workerd_cpu_seconds, workerd_pids

@@ -40,7 +40,7 @@ def split_bytes(body: bytes) -> list[bytes]:
 def split_randomly(body: bytes) -> list[bytes]:
     rng = random.Random(7)
     cuts = sorted(rng.sample(range(1, len(body)), 25))
-    return [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)])]
+    return [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=False)]
 
 
 @pytest.mark.parametrize("split", [split_whole, split_bytes, split_randomly], ids=["whole", "byte-by-byte", "random"])

@@ -17,10 +17,10 @@ import random
 import httpx
 import pytest
 
-from tests.runtime.scripts import script, scripted_options, send, send_bytes, sleep
 from tests.runtime.scripts import error as upstream_error
 from tests.runtime.scripts import hang as upstream_hang
 from tests.runtime.scripts import repeat as send_repeatedly
+from tests.runtime.scripts import script, scripted_options, send, send_bytes, sleep
 
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"
 SEED = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(2**32)))

@@ -25,7 +25,6 @@ from tests.runtime.scripts import (
     usage_frame,
 )
 
-
 # --- a normal answer ------------------------------------------------------------------
 
 
@@ -312,7 +311,7 @@ async def test_fifty_concurrent_streams_each_get_exactly_their_own_content(start
     secrets = [f"conversation {i} secret-{i * 7919}" for i in range(50)]
     async with httpx.AsyncClient(timeout=60, limits=httpx.Limits(max_connections=60)) as client:
         results = await asyncio.gather(*(chat(client, runtime.url, {"messages": [{"role": "user", "content": s}]}) for s in secrets))
-    for secret, result in zip(secrets, results):
+    for secret, result in zip(secrets, results, strict=False):
         assert result.terminal.name == "done"
         assert result.text == secret * 2
     logged = "\n".join(runtime.lines[mark:])

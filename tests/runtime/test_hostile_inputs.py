@@ -5,7 +5,6 @@ harness fails any test whose runtime printed a crash), and the Worker keeps serv
 from __future__ import annotations
 
 import asyncio
-import json
 
 import httpx
 import pytest
@@ -71,7 +70,7 @@ HOSTILE_UPSTREAMS = {
     # that per-chunk garbage, which workerd collects late, does not hide what is kept).
     "endless event": [native_frame("a"), repeat(1_000_000, "data: " + "y" * 1000 + "\n")],
     "unfinished event": [native_frame("a"), repeat(100, "data: " + "\U0001f680" * 2000 + "\n")],
-    "one huge chunk": [send("".join('data: {"response":"%05d"}\n\n' % i for i in range(100_000)) + "data: [DONE]\n\n")],
+    "one huge chunk": [send("".join(f'data: {{"response":"{i:05d}"}}\n\n' for i in range(100_000)) + "data: [DONE]\n\n")],
 }
 UPSTREAMS = scripted_options(prompts={name: script(steps) for name, steps in HOSTILE_UPSTREAMS.items()},
                              variables={"IDLE_TIMEOUT_MS": "5000"})
@@ -143,7 +142,7 @@ async def test_one_huge_network_chunk_is_read_whole(start_runtime, http):
     runtime = start_runtime(UPSTREAMS)
     result = await chat(http, runtime.url, ask("one huge chunk"))
     assert result.terminal.name == "done" and result.terminal.data["chunks"] == 100_000
-    assert result.text == "".join("%05d" % i for i in range(100_000))
+    assert result.text == "".join(f"{i:05d}" for i in range(100_000))
 
 
 STORY = [f"word{i} " for i in range(40)]

@@ -45,7 +45,7 @@ async def test_chunks_arrive_at_the_emulators_pace_not_all_at_once(start_runtime
     expected = tokens / 40
     assert 60 <= tokens <= 300
     assert 0.7 * expected <= elapsed <= 1.5 * expected, (tokens, elapsed)
-    gaps = [later - earlier for (earlier, _), (later, _) in zip(chunks, chunks[1:])]
+    gaps = [later - earlier for (earlier, _), (later, _) in zip(chunks, chunks[1:], strict=False)]
     assert sum(gap > 0.01 for gap in gaps) >= 0.8 * len(gaps)
 
 
@@ -113,7 +113,7 @@ async def test_scripted_steps_are_replayed_in_order(start_runtime, http):
         "[DONE]",
     ]
     assert chunks[0][1] == b'data: {"response": "caf'
-    sleep_gap = max(later - earlier for (earlier, _), (later, _) in zip(chunks, chunks[1:]))
+    sleep_gap = max(later - earlier for (earlier, _), (later, _) in zip(chunks, chunks[1:], strict=False))
     assert sleep_gap >= 0.25
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import random
 
-from sse import Reframer
-from sse import UIMessageStreamEncoder
+from sse import Reframer, UIMessageStreamEncoder
 from tests.sse.support import stats
 
 

@@ -73,6 +73,7 @@ class RuntimeOptions:
     # options in workerd alone (no wrangler, no dev proxy, no inspector), for CPU figures
     # that compare with production. It takes its own free port and names it when ready.
     workerd_direct: bool = False
+    v8_flags: tuple[str, ...] = ()  # workerd_direct only: V8 flags for every isolate
 
 
 @dataclass
@@ -111,6 +112,7 @@ class LocalRuntime:
             command += ["--ai-script", name]
         for key, value in self.options.variables:
             command += ["--var", f"{key}:{value}"]
+        command += [f"--v8-flag={flag}" for flag in self.options.v8_flags]
         self._process = subprocess.Popen(
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             encoding="utf-8", errors="replace", start_new_session=True,

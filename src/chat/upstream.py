@@ -41,7 +41,9 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
     except Exception as exc:  # noqa: BLE001 - logged by type; the stream is abandoned either way
         log("chat_late_stream_not_cancelled", request_id=request_id, model=model, detail=type(exc).__name__)
         return
-    log("chat_late_stream_cancelled", request_id=request_id, model=model)
+    # Requested, not confirmed: locally the emulator sees a cancel of a stream nobody read
+    # only while the request still has something in flight (docs: README, "Limits").
+    log("chat_late_stream_cancel_requested", request_id=request_id, model=model)
 
 
 async def start_model_stream(
@@ -55,17 +57,19 @@ async def start_model_stream(
     failure: ApiError | None = None
     for attempt, model in enumerate(config.models):
         began = time.monotonic()
-        # One future for the call, awaited through a shield: at the deadline wait_for
-        # cancels only the shield, and the call itself can still be awaited (and its
-        # late stream cancelled). The binding may hand back a coroutine, which can be
-        # awaited only once.
+        # One future for the call, waited on with asyncio.wait: at the deadline it is
+        # neither cancelled nor marked for logging (a cancelled shield would have asyncio
+        # print a late failure's whole provider message), and it can still be awaited
+        # for its late stream. The binding may hand back a coroutine: awaited only once.
         start = asyncio.ensure_future(ai.run(model, js_inputs))
+        finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
         try:
-            stream = await asyncio.wait_for(asyncio.shield(start), config.start_timeout_ms / 1000)
+            if not finished:
+                keep_alive(_cancel_when_it_arrives(start, request_id, model))
+                raise TimeoutError
+            stream = start.result()
         except (TimeoutError, JsException) as exc:
             failure, detail = _classify(exc, config)
-            if isinstance(exc, TimeoutError):
-                keep_alive(_cancel_when_it_arrives(start, request_id, model))
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
             continue

@@ -115,6 +115,13 @@ class ReceiveBuffer:
         self._held_chars = 0
         return held[: held.rfind("\n") + 1]
 
+    def discard(self) -> None:
+        """Drops everything held, at once and without joining it first, and closes."""
+        self._closed = True
+        self._undecoded = b""
+        self._held = []
+        self._held_chars = 0
+
     def _decode(self, chunk: bytes) -> str:
         """Decodes a chunk, drops the BOM, and turns every line end into one LF."""
         if self._closed:

@@ -192,7 +192,7 @@ class Reframer:
         # Whatever the upstream left unfinished is dropped at once, not when this object
         # is collected: a stream's buffers never outlive its terminal frame.
         self._terminated = True
-        self._buffer.close()
+        self._buffer.discard()
 
     def _meta(self) -> str:
         self._started = True

@@ -1,0 +1,97 @@
+"""A quick side-by-side check of the stream path in the production-like runtime (workerd
+alone), for trying a change to the relay before a full `make bench`:
+
+    python bench/stream_path_quick.py cpu [--frames 1]   # CPU per 1,000-token answer
+    python bench/stream_path_quick.py latency            # added latency per token
+
+`cpu` prints the median over 3 runs of 30 streams of Python /api/chat, its /api/chat/raw
+(the floor) and the JS re-framer anchor, measured in one run. `latency` compares
+/api/chat with /api/chat/raw on 4 paced conversations of 120 stamped tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.runtime_bench import JS_REFRAMER, conversation, drain, percentile, token_latencies  # noqa: E402
+from tests.runtime.harness import LocalRuntime, RuntimeOptions  # noqa: E402
+from tests.runtime.processes import workerd_cpu_seconds  # noqa: E402
+
+STREAMS, REPEATS, WARM_UP = 30, 3, 8
+
+
+def cpu(frames: int) -> None:
+    def options(main: str | None = None) -> RuntimeOptions:
+        return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
+
+    python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
+    paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat")}
+
+    async def run(runtime: LocalRuntime, path: str, count: int) -> None:
+        async with httpx.AsyncClient(timeout=120) as client:
+            for i in range(count):
+                await drain(client, runtime.url, path, conversation(i))
+
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    try:
+        for runtime, path in paths.values():
+            asyncio.run(run(runtime, path, WARM_UP))
+        for _ in range(REPEATS):
+            for name, (runtime, path) in paths.items():
+                before = workerd_cpu_seconds(runtime)
+                asyncio.run(run(runtime, path, STREAMS))
+                samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / STREAMS)
+    finally:
+        python.stop()
+        js.stop()
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    print(f"{frames} frame(s) per chunk, CPU ms per 1,000-token answer (median of {REPEATS} runs of {STREAMS}):")
+    for name, values in samples.items():
+        print(f"  {name:7} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
+    print(f"  python above raw {median['python'] - median['raw']:.1f}, python/js {median['python'] / median['js']:.2f}x")
+
+
+def latency() -> None:
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=40, ai_reply_tokens=120, ai_frames_per_chunk=1, ai_stamp_tokens=True,
+                                          workerd_direct=True)).start()
+
+    async def run() -> dict[str, list[float]]:
+        found: dict[str, list[float]] = {"/api/chat": [], "/api/chat/raw": []}
+        async with httpx.AsyncClient(timeout=120) as client:
+            await token_latencies(client, runtime.url, "/api/chat", conversation(0))  # warm-up
+            for i in range(4):
+                for path, values in found.items():
+                    values += (await token_latencies(client, runtime.url, path, conversation(i)))[0]
+        return found
+
+    try:
+        found = asyncio.run(run())
+    finally:
+        runtime.stop()
+    chat, raw = found["/api/chat"], found["/api/chat/raw"]
+    print(f"tokens: {len(chat)} each; added by re-framing: "
+          f"p50 {percentile(chat, 50) - percentile(raw, 50):.2f} ms, p99 {percentile(chat, 99) - percentile(raw, 99):.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("what", choices=("cpu", "latency"))
+    parser.add_argument("--frames", type=int, default=1, help="frames per network chunk (cpu)")
+    args = parser.parse_args()
+    if args.what == "cpu":
+        cpu(args.frames)
+    else:
+        latency()
+
+
+if __name__ == "__main__":
+    main()

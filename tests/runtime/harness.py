@@ -31,6 +31,8 @@ from devtools.dev import free_port
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 120.0
 HUNG_REPORT = "detected that your Worker's code had hung"
+ADDRESS_IN_USE = "Address already in use"
+PORT_ATTEMPTS = 3
 
 # In Pyodide a stack overflow or an out-of-memory is not a Python exception: workerd aborts
 # the isolate, every stream in flight is cut, and wrangler restarts the runtime, after
@@ -91,6 +93,20 @@ class LocalRuntime:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> LocalRuntime:
+        # wrangler needs a port chosen beforehand; another process can take it between the
+        # probe and wrangler's bind, so a start that lost that race is retried on a new one.
+        for attempt in range(PORT_ATTEMPTS):
+            try:
+                return self._start_once()
+            except RuntimeError:
+                lost_port_race = any(ADDRESS_IN_USE in line for line in self.lines)
+                if not lost_port_race or attempt == PORT_ATTEMPTS - 1:
+                    raise
+                self.lines.clear()
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LocalRuntime:
         launcher = "workerd_direct.py" if self.options.workerd_direct else "dev.py"
         port = 0 if self.options.workerd_direct else self.port  # 0: no race for a port probed earlier
         command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port)]

@@ -5,7 +5,7 @@ Routes and behaviour live in the `chat` package; the byte-level stream logic in 
 
 from workers import WorkerEntrypoint
 
-from chat.routes import handle
+from chat.handlers import handle
 
 
 class Default(WorkerEntrypoint):

@@ -1,2 +1,4 @@
-"""The chat Worker's own logic. Pure modules (config, validation, api_errors, http) run on
-CPython in unit tests; only `upstream` and `relay` touch the JS runtime."""
+"""The chat Worker's own logic. Pure modules (config, validation, api_errors, http,
+exchange, routes, rate_limit, lifecycle) run on CPython in unit tests; only `edge` (the
+request, the response, waitUntil), `upstream`, `limiter` and `relay` touch the JS
+runtime, and `handlers` joins them."""

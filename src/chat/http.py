@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
-from .api_errors import ApiError
 from .config import Config
 
 SSE_TYPE = "text/event-stream; charset=utf-8"
-NDJSON_TYPE = "application/x-ndjson"
 JSON_TYPE = "application/json; charset=utf-8"
 
-# Every layer between the model and the reader must pass chunks on as they come: no cache,
-# no transformation, no proxy buffering (nginx honours x-accel-buffering), no compression
-# (a compressor holds bytes back until its block fills).
-STREAM_HEADERS = {
-    "cache-control": "no-cache, no-store, no-transform",
-    "x-accel-buffering": "no",
-    "content-encoding": "identity",
-}
 CORS_METHODS = "GET, POST, OPTIONS"
 CORS_HEADERS = "authorization, content-type, accept"
 
@@ -97,6 +85,3 @@ def prefers_ndjson(accept: str | None) -> bool:
     sse = max(ranks.get("text/event-stream", -1.0), ranks.get("*/*", -1.0) - 1.0)
     return ndjson > 0 and ndjson > sse
 
-
-def error_body(error: ApiError, request_id: str) -> str:
-    return json.dumps({"error": {"code": error.code, "message": error.message}, "request_id": request_id})

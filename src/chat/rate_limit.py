@@ -28,8 +28,6 @@ LIMITED_ROUTES = {"/api/chat": "chat", "/api/chat/raw": "raw", "/api/ui-chat": "
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
-REFUSED = "Too many requests from this client. Please wait before sending another message."
-
 
 @dataclass(frozen=True, kw_only=True)
 class ClientKey:
@@ -118,4 +116,4 @@ def _is_octet(text: str) -> bool:
 
 def refusal() -> ApiError:
     """The 429 for a client over its limit; the same code as the model's own rate limit."""
-    return ApiError(429, "rate_limited", REFUSED, headers={"retry-after": str(PERIOD_S)})
+    return ApiError("rate_limited", headers={"retry-after": str(PERIOD_S)})

@@ -14,20 +14,17 @@ from .api_errors import RATE_LIMIT_CODES, ApiError, binding_error_code
 from .config import Config
 from .logs import log
 
-# Clients see these messages; the provider's own text goes to the log only as its code.
-UNAVAILABLE = "The model is unavailable right now. Please try again."
-RATE_LIMITED = "The model is busy. Please retry after a short wait."
-START_TIMEOUT = "The model did not start answering in time. Please try again."
-
 
 def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, Any]]:
     if isinstance(exc, TimeoutError):
-        return ApiError(504, "upstream_timeout", START_TIMEOUT), {"reason": "timeout"}
+        return ApiError("upstream_timeout"), {"reason": "timeout"}
     code = binding_error_code(str(exc)) if isinstance(exc, JsException) else None
     if code in RATE_LIMIT_CODES:
         headers = {"retry-after": str(config.retry_after_s)}
-        return ApiError(429, "rate_limited", RATE_LIMITED, headers=headers), {"reason": "rate_limited", "binding_code": code}
-    return ApiError(502, "model_unavailable", UNAVAILABLE), {"reason": "failed", "binding_code": code}
+        return ApiError("rate_limited", headers=headers), {"reason": "rate_limited", "binding_code": code}
+    # Clients see the table's generic message; the provider's own text goes to the log
+    # only as its code.
+    return ApiError("model_unavailable"), {"reason": "failed", "binding_code": code}
 
 
 async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, model: str) -> None:
@@ -74,7 +71,7 @@ async def start_model_stream(
                 status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
             continue
         if getattr(stream, "getReader", None) is None:
-            failure = ApiError(502, "model_unavailable", UNAVAILABLE)
+            failure = ApiError("model_unavailable")
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=502, code=failure.code, reason="not_a_stream")
             continue

@@ -56,14 +56,14 @@ def parse_json_body(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
-        raise ApiError(400, "invalid_json", "The request body is not valid UTF-8.") from None
+        raise ApiError("invalid_json", "The request body is not valid UTF-8.") from None
     try:
         return loads_bounded(text)
     except JSONDepthError:
         message = f"The request body nests arrays and objects deeper than {MAX_JSON_DEPTH} levels."
-        raise ApiError(400, "invalid_json", message) from None
+        raise ApiError("invalid_json", message) from None
     except json.JSONDecodeError:
-        raise ApiError(400, "invalid_json", "The request body is not valid JSON.") from None
+        raise ApiError("invalid_json", "The request body is not valid JSON.") from None
     except ValueError:
         # Only an integer over Python's digit limit gets here: valid JSON, unusable value.
         raise invalid_request("The request body holds a number with too many digits.") from None

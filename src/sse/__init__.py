@@ -1,10 +1,12 @@
 """The SSE core: a sans-IO event-stream parser (a receive buffer that hands out whole
 events, and a reader of their lines), upstream normalizer, protocol encoders (our SSE and
-NDJSON, and the Vercel AI SDK UI message stream), and the Reframer that composes them.
+NDJSON, and the Vercel AI SDK UI message stream), the Reframer that composes them, and
+the one table of client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
 
-from ._encoders import ERROR_MESSAGES, Encoder, NDJSONEncoder, SSEEncoder, format_event
+from ._codes import ERROR_CODES, ERROR_MESSAGES, ErrorCode
+from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder, format_event
 from ._errors import (
     EventTooLargeError,
     FieldValueError,
@@ -25,9 +27,11 @@ __all__ = [
     "DEFAULT_MAX_EVENT_CHARS",
     "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_MAX_PADDING",
+    "ERROR_CODES",
     "ERROR_MESSAGES",
     "MAX_PADDING",
     "Encoder",
+    "ErrorCode",
     "Event",
     "EventTooLargeError",
     "EventReader",
@@ -44,6 +48,7 @@ __all__ = [
     "ReframerStats",
     "SSEEncoder",
     "SSEError",
+    "STREAM_HEADERS",
     "StreamClosedError",
     "TextDelta",
     "UIMessageStreamEncoder",

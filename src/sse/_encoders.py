@@ -17,23 +17,21 @@ from ._events import ReframerStats
 from ._jsonstr import scan_body
 
 __all__ = [
-    "ERROR_MESSAGES",
     "Encoder",
     "NDJSONEncoder",
     "SSEEncoder",
+    "STREAM_HEADERS",
     "format_event",
 ]
 
-# Codes of the terminal `error` event and the only messages clients ever see: fixed and
-# generic, so that no provider detail or stack trace reaches a browser.
-ERROR_MESSAGES: Mapping[str, str] = MappingProxyType(
+# Every layer between the model and the reader must pass chunks on as they come: no cache,
+# no transformation, no proxy buffering (nginx honours x-accel-buffering), no compression
+# (a compressor holds bytes back until its block fills).
+STREAM_HEADERS: Mapping[str, str] = MappingProxyType(
     {
-        "generation_failed": "The model stream failed.",
-        "upstream_timeout": "The model stopped sending data.",
-        "upstream_incomplete": "The model stream ended before it was complete.",
-        "upstream_malformed": "The model stream could not be read.",
-        "client_timeout": "The stream waited too long for the client to read it.",
-        "internal_error": "An internal error ended the stream.",
+        "cache-control": "no-cache, no-store, no-transform",
+        "x-accel-buffering": "no",
+        "content-encoding": "identity",
     }
 )
 
@@ -94,12 +92,17 @@ class Encoder(ABC):
     """One encoding of the protocol. Each method returns the text of one frame.
 
     A new encoding implements the six frame methods and `content_type`; the Reframer
-    needs nothing else. An encoder may keep state (an encoding that opens and closes a
+    needs nothing else. `headers` are the response's headers for this encoding. An encoder may keep state (an encoding that opens and closes a
     text part would), so give every Reframer its own instance. `padding` is made only of
     ASCII letters and digits, so an encoder may embed it in JSON without escaping.
     """
 
     content_type: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The response headers a stream in this encoding is sent with."""
+        return {"content-type": self.content_type, **STREAM_HEADERS}
 
     @abstractmethod
     def meta(self, *, request_id: str, model: str) -> str: ...

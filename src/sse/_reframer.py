@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 
-from ._encoders import ERROR_MESSAGES, Encoder, SSEEncoder
+from ._codes import ERROR_MESSAGES
+from ._encoders import Encoder, SSEEncoder
 from ._events import ReframerStats
 from ._jsonstr import scan_body
 from ._normalizer import UpstreamNormalizer, native_event_bodies

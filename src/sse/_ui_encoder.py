@@ -38,6 +38,10 @@ def _frame(chunk: Mapping[str, object]) -> str:
 class UIMessageStreamEncoder(Encoder):
     content_type = "text/event-stream; charset=utf-8"
 
+    @property
+    def headers(self) -> dict[str, str]:
+        return {**super().headers, UI_MESSAGE_STREAM_HEADER[0]: UI_MESSAGE_STREAM_HEADER[1]}
+
     def __init__(self) -> None:
         self._message_id = ""
         self._open: str | None = None  # "text" or "reasoning": the part being streamed

@@ -1,0 +1,96 @@
+"""The adapter between workerd's JS objects and the Worker's plain values (FFI).
+
+The one place that reads the JS request (converted once into a PlainRequest, its body
+read under a byte limit), reads [vars] from `env`, keeps work alive with `waitUntil` and
+builds the `js.Response`. Everything else decides on plain values.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, create_proxy, jsnull, to_js
+
+from .api_errors import ApiError
+from .config import Config
+from .exchange import PlainRequest, Reply
+
+
+def plain_request(js_request: Any) -> PlainRequest:
+    # One call across the FFI for all headers: a JS object of them, converted whole.
+    headers = js.Object.fromEntries(js_request.headers).to_py()
+    return PlainRequest(method=str(js_request.method), url=str(js_request.url), headers={str(k): str(v) for k, v in headers.items()})
+
+
+def read_config(env: Any) -> Config:
+    def read(name: str) -> str | None:
+        value = getattr(env, name, None)  # a missing var is an AttributeError on the JsProxy
+        return None if value is None else str(value)
+
+    return Config.from_env(read)
+
+
+def too_large(limit: int) -> ApiError:
+    return ApiError("payload_too_large", f"The request body is larger than {limit} bytes.")
+
+
+class JsEdge:
+    """One request's JS side: `request` is its plain form."""
+
+    def __init__(self, request: Any, env: Any, ctx: Any) -> None:
+        self._js_request = request.js_object if hasattr(request, "js_object") else request
+        self.env = env
+        self._ctx = ctx
+        self.request = plain_request(self._js_request)
+
+    def config(self) -> Config:
+        return read_config(self.env)
+
+    def keep_alive(self, work: Awaitable[None]) -> None:
+        """Keep the request context alive until `work` finishes (ctx.waitUntil)."""
+        task = asyncio.ensure_future(work)
+        proxy = create_proxy(task)
+        self._ctx.waitUntil(proxy)
+        task.add_done_callback(lambda _: proxy.destroy())
+
+    def respond(self, reply: Reply) -> Any:
+        init = to_js({"status": reply.status, "headers": reply.headers}, dict_converter=js.Object.fromEntries)
+        return js.Response.new(reply.body, init)
+
+    async def read_body(self, limit: int) -> bytes:
+        """The body, refused with ApiError(payload_too_large) past `limit` bytes whatever
+        Content-Length claims, or ApiError(invalid_request) when it cannot be read."""
+        declared_length = self.request.header("content-length")
+        if declared_length is not None and declared_length.isascii() and declared_length.isdigit():
+            # Compared by length first: int() refuses a header of thousands of digits.
+            digits = declared_length.lstrip("0")
+            if len(digits) > len(str(limit)) or int(digits or "0") > limit:
+                raise too_large(limit)
+        body = self._js_request.body
+        if body is None or body is jsnull:
+            return b""
+        reader = body.getReader()
+        pieces: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                try:
+                    result = await reader.read()
+                except JsException:
+                    # The client went away mid-upload (or sent a broken body): its fault, not
+                    # a failure of ours, and nobody is left to read the answer.
+                    raise ApiError("invalid_request", "The request body could not be read.") from None
+                if result.done:
+                    break
+                # Counted before copying into Python: one huge piece must not cost its size.
+                size += int(result.value.byteLength)
+                if size > limit:
+                    await reader.cancel()
+                    raise too_large(limit)
+                pieces.append(result.value.to_bytes())
+        finally:
+            reader.releaseLock()
+        return b"".join(pieces)

@@ -1,0 +1,108 @@
+"""The request handlers, and `handle`, the Worker's fetch. Handlers stay thin: routing
+and checks come from the pure modules, the model from `upstream`, the streaming from
+`relay`, and every JS object from `edge`."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from sse import STREAM_HEADERS, Encoder, NDJSONEncoder, Reframer, SSEEncoder, UIMessageStreamEncoder
+
+from . import http
+from .api_errors import ApiError
+from .config import Config, ConfigError
+from .edge import JsEdge
+from .exchange import Exchange, Reply
+from .lifecycle import StreamLifecycle
+from .limiter import spend
+from .logs import log
+from .rate_limit import client_key, limited_route
+from .relay import StreamRelay
+from .routes import Admitted, admit
+from .upstream import start_model_stream
+from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+
+Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
+
+
+async def handle(request: Any, env: Any, ctx: Any) -> Any:
+    edge = JsEdge(request, env, ctx)
+    exchange = Exchange(edge.request)
+    try:
+        reply = await _serve(edge, exchange)
+    except ApiError as error:
+        reply = exchange.error(error)
+    except ConfigError as problem:
+        log("config_invalid", request_id=exchange.request_id, detail=str(problem))
+        reply = exchange.error(ApiError("internal_error"))
+    except Exception as exc:  # noqa: BLE001 - never a stack trace to the client
+        log("internal_error", request_id=exchange.request_id, detail=type(exc).__name__)
+        reply = exchange.error(ApiError("internal_error"))
+    return edge.respond(reply)
+
+
+async def _serve(edge: JsEdge, exchange: Exchange) -> Reply:
+    admitted = admit(exchange, edge.config)
+    if isinstance(admitted, Reply):
+        return admitted
+    request = exchange.request
+    route = limited_route(request.path, request.method)
+    if route is not None:
+        # After auth (only valid tokens reach the limiter), before the body is read.
+        key = client_key(token=admitted.token, ip=request.header("cf-connecting-ip"))
+        await spend(edge.env, key, request_id=exchange.request_id, route=route)
+    return await HANDLERS[admitted.route.name](edge, exchange, admitted)
+
+
+async def _read_payload(edge: JsEdge, config: Config) -> Any:
+    if not is_json_media_type(edge.request.header("content-type")):
+        raise ApiError("unsupported_media_type")
+    return parse_json_body(await edge.read_body(config.max_body_bytes))
+
+
+async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    config = admitted.config
+    turn = validate_chat(await _read_payload(edge, config), config)
+    encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.request.header("accept")) else SSEEncoder()
+    return await _stream(edge, exchange, config, turn, encoder, route="chat")
+
+
+async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    config = admitted.config
+    turn = validate_ui_chat(await _read_payload(edge, config), config)
+    return await _stream(edge, exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat")
+
+
+async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    config = admitted.config
+    turn = validate_chat(await _read_payload(edge, config), config)
+    model, upstream = await _start_model(edge, exchange, config, turn)
+    log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
+    # Untouched: workerd pipes the model's bytes to the client natively. If the model stream
+    # fails mid-way the client's body is cut short and workerd's HTTP server logs its own
+    # "Uncaught exception: ... disconnected prematurely" (no provider text). Piping through
+    # JS to catch that would still end in an errored body (the same line), or in a clean
+    # close that a pass-through client could not tell from a finished answer.
+    return exchange.reply(upstream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
+
+
+async def _stream(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str) -> Reply:
+    model, upstream = await _start_model(edge, exchange, config, turn)
+    reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
+    lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
+    relay = StreamRelay(
+        upstream=upstream, lifecycle=lifecycle, keep_alive=edge.keep_alive,
+        log_fields={"request_id": exchange.request_id, "model": model, "route": route},
+    )
+    return exchange.reply(relay.readable(), 200, encoder.headers)
+
+
+async def _start_model(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn) -> tuple[str, Any]:
+    inputs = turn.model_inputs(config.system_prompt)
+    return await start_model_stream(edge.env.AI, inputs, config, exchange.request_id, edge.keep_alive)
+
+
+# Health and preflights are answered by routing; every other route by its handler.
+HANDLERS: dict[str, Handler] = {"chat": chat, "raw": raw_chat, "ui-chat": ui_chat}

@@ -1,0 +1,61 @@
+"""Every error code a client can see, in one table: its HTTP status and generic message.
+
+Each API surface renders an entry in its own shape: this project's JSON error and stream
+`error` event, the AI SDK's `error` chunk, OpenAI's `{"error": {...}}`. The messages are
+fixed and generic, so no provider detail or stack trace reaches a client; a 400 may carry
+a more specific message naming the field, never content from elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["ERROR_CODES", "ERROR_MESSAGES", "ErrorCode"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ErrorCode:
+    """`status` is the HTTP status of a failure before a stream starts; a code that only
+    ends streams (`in_stream` and never raised before one) has the status it stands for,
+    which surfaces without a status of their own use to pick an error type.
+    """
+
+    code: str
+    status: int
+    message: str
+    in_stream: bool = False  # may end a started stream as its terminal `error`
+
+
+def _table(*entries: ErrorCode) -> Mapping[str, ErrorCode]:
+    return MappingProxyType({entry.code: entry for entry in entries})
+
+
+ERROR_CODES: Mapping[str, ErrorCode] = _table(
+    # The request.
+    ErrorCode(code="invalid_json", status=400, message="The request body is not valid JSON."),
+    ErrorCode(code="invalid_request", status=400, message="The request is not valid."),
+    ErrorCode(code="unauthorized", status=401, message="A valid bearer token is required."),
+    ErrorCode(code="origin_not_allowed", status=403, message="This origin may not use the API."),
+    ErrorCode(code="not_found", status=404, message="There is nothing at this path."),
+    ErrorCode(code="model_not_found", status=404, message="This model is not served here."),
+    ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
+    ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
+    ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),
+    ErrorCode(code="rate_limited", status=429, message="Too many requests right now. Please retry after the time in Retry-After."),
+    # The model, before and while it streams.
+    ErrorCode(code="model_unavailable", status=502, message="The model is unavailable right now. Please try again."),
+    ErrorCode(code="upstream_timeout", status=504, message="The model did not answer in time. Please try again.", in_stream=True),
+    ErrorCode(code="generation_failed", status=502, message="The model stream failed.", in_stream=True),
+    ErrorCode(code="upstream_incomplete", status=502, message="The model stream ended before it was complete.", in_stream=True),
+    ErrorCode(code="upstream_malformed", status=502, message="The model stream could not be read.", in_stream=True),
+    ErrorCode(code="client_timeout", status=408, message="The stream waited too long for the client to read it.", in_stream=True),
+    # The Worker itself.
+    ErrorCode(code="internal_error", status=500, message="Something went wrong on our side.", in_stream=True),
+)
+
+# The codes that can end a started stream, and the only messages a stream's `error` carries.
+ERROR_MESSAGES: Mapping[str, str] = MappingProxyType(
+    {entry.code: entry.message for entry in ERROR_CODES.values() if entry.in_stream}
+)

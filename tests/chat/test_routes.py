@@ -1,0 +1,144 @@
+"""Routing, CORS, 405 and auth on plain values (chat.routes, chat.exchange), and the one
+table of error codes every surface renders, on CPython."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from chat.api_errors import ApiError
+from chat.config import Config, ConfigError
+from chat.exchange import Exchange, PlainRequest, Reply
+from chat.routes import ROUTES, Admitted, admit, authorize
+from sse import ERROR_CODES, ERROR_MESSAGES, NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder
+
+WORKER = "https://w.example.dev"
+CONFIG = Config(model="@cf/m")
+LOCKED = Config(model="@cf/m", auth_token="s3cret", allowed_origins=("https://app.example",))
+
+
+def exchange(method: str, path: str, **headers: str) -> Exchange:
+    return Exchange(PlainRequest(method=method, url=WORKER + path, headers=headers), request_id="r1")
+
+
+def admitted(method: str, path: str, config: Config = CONFIG, **headers: str) -> Admitted | Reply:
+    return admit(exchange(method, path, **headers), lambda: config)
+
+
+def refusal(method: str, path: str, config: Config = CONFIG, **headers: str) -> ApiError:
+    with pytest.raises(ApiError) as caught:
+        admitted(method, path, config, **headers)
+    return caught.value
+
+
+@pytest.mark.parametrize(("path", "name"), [(path, route.name) for path, route in ROUTES.items() if route.name != "health"])
+def test_each_route_admits_its_method_and_names_its_handler(path, name):
+    result = admitted("POST", path)
+    assert isinstance(result, Admitted) and result.route.name == name and result.token is None
+
+
+def test_an_unknown_path_is_404_even_with_a_query_string():
+    error = refusal("GET", "/api/chatx?x=/api/chat")
+    assert (error.status, error.code) == (404, "not_found")
+
+
+def test_health_answers_before_the_configuration_is_read():
+    def broken() -> Config:
+        raise ConfigError("MODEL must name a Workers AI model")
+
+    for method in ("GET", "HEAD"):
+        reply = admit(exchange(method, "/health"), broken)
+        assert isinstance(reply, Reply) and reply.status == 200 and json.loads(reply.body) == {"status": "ok"}
+    with pytest.raises(ConfigError):
+        admit(exchange("POST", "/api/chat"), broken)
+
+
+def test_a_wrong_method_is_405_with_allow_and_the_cors_headers_of_an_allowed_origin():
+    call = exchange("GET", "/api/chat", origin="https://app.example")
+    with pytest.raises(ApiError) as caught:
+        admit(call, lambda: CONFIG)
+    error = caught.value
+    assert (error.status, error.code, error.headers["allow"]) == (405, "method_not_allowed", "POST, OPTIONS")
+    reply = call.error(error)
+    assert reply.headers["access-control-allow-origin"] == "https://app.example" and reply.headers["allow"] == "POST, OPTIONS"
+    assert refusal("POST", "/health").headers["allow"] == "GET, HEAD, OPTIONS"
+
+
+def test_a_preflight_from_an_allowed_origin_gets_204_with_the_cors_grant():
+    reply = admitted("OPTIONS", "/api/chat", LOCKED, origin="https://app.example")
+    assert isinstance(reply, Reply) and reply.status == 204 and reply.body is None
+    assert reply.headers["access-control-allow-origin"] == "https://app.example"
+    assert "authorization" in reply.headers["access-control-allow-headers"]
+    assert reply.headers["x-request-id"] == "r1"
+
+
+def test_a_foreign_origin_is_403_without_cors_headers_before_auth_is_looked_at():
+    call = exchange("POST", "/api/chat", origin="https://evil.example", authorization="Bearer s3cret")
+    with pytest.raises(ApiError) as caught:
+        admit(call, lambda: LOCKED)
+    assert (caught.value.status, caught.value.code) == (403, "origin_not_allowed")
+    assert "access-control-allow-origin" not in call.error(caught.value).headers
+
+
+def test_requests_without_an_origin_and_same_origin_requests_pass_the_origin_check():
+    assert isinstance(admitted("POST", "/api/chat", LOCKED, authorization="Bearer s3cret"), Admitted)
+    assert isinstance(admitted("POST", "/api/chat", LOCKED, origin=WORKER, authorization="Bearer s3cret"), Admitted)
+
+
+@pytest.mark.parametrize(
+    ("authorization", "ok"),
+    [
+        pytest.param("Bearer s3cret", True, id="bearer"),
+        pytest.param("bearer   s3cret ", True, id="scheme-any-case-token-trimmed"),
+        pytest.param(None, False, id="missing"),
+        pytest.param("Bearer nope", False, id="wrong"),
+        pytest.param("Basic s3cret", False, id="other-scheme"),
+        pytest.param("s3cret", False, id="no-scheme"),
+        pytest.param("Bearer s3cretX", False, id="longer"),
+        pytest.param("Bearer " + "é" * 10_000, False, id="huge-non-ascii"),
+    ],
+)
+def test_auth_takes_only_the_configured_bearer_token(authorization, ok):
+    if ok:
+        assert authorize(authorization, LOCKED) == "s3cret"
+        return
+    with pytest.raises(ApiError) as caught:
+        authorize(authorization, LOCKED)
+    assert (caught.value.status, caught.value.code, caught.value.headers) == (401, "unauthorized", {"www-authenticate": "Bearer"})
+
+
+def test_without_a_configured_token_any_authorization_is_accepted_and_none_is_the_key():
+    assert authorize("Bearer whatever", CONFIG) is None and authorize(None, CONFIG) is None
+
+
+def test_errors_render_in_this_projects_shape_with_the_request_id_and_cors():
+    call = exchange("POST", "/api/chat", origin="https://app.example")
+    call.cors = {"access-control-allow-origin": "https://app.example"}
+    reply = call.error(ApiError("rate_limited", headers={"retry-after": "60"}))
+    assert reply.status == 429 and reply.headers["retry-after"] == "60" and reply.headers["x-request-id"] == "r1"
+    assert reply.headers["access-control-allow-origin"] == "https://app.example"
+    assert json.loads(reply.body) == {"error": {"code": "rate_limited", "message": ERROR_CODES["rate_limited"].message}, "request_id": "r1"}
+
+
+def test_every_code_has_one_status_and_one_generic_message_and_streams_use_the_same():
+    for code, entry in ERROR_CODES.items():
+        assert entry.code == code and 400 <= entry.status < 600
+        assert entry.message.endswith(".") and "Traceback" not in entry.message
+        assert ApiError(code).status == entry.status and ApiError(code).message == entry.message
+    assert ERROR_MESSAGES == {code: entry.message for code, entry in ERROR_CODES.items() if entry.in_stream}
+    assert ApiError("internal_error").message == ERROR_MESSAGES["internal_error"], "one internal_error message"
+
+
+def test_a_code_outside_the_table_cannot_be_raised():
+    with pytest.raises(KeyError):
+        ApiError("teapot")
+
+
+def test_each_encoder_carries_its_response_headers():
+    for encoder in (SSEEncoder(), NDJSONEncoder(), UIMessageStreamEncoder()):
+        headers = encoder.headers
+        assert headers["content-type"] == encoder.content_type
+        assert headers["cache-control"] == "no-cache, no-store, no-transform" and headers["content-encoding"] == "identity"
+    assert UIMessageStreamEncoder().headers["x-vercel-ai-ui-message-stream"] == "v1"
+    assert "x-vercel-ai-ui-message-stream" not in SSEEncoder().headers

@@ -31,6 +31,9 @@ class Config:
     padding: int = 32  # longest random padding on delta events; 0 turns it off
     auth_token: str | None = None
     retry_after_s: int = 10
+    # OPENAI_SYSTEM_MESSAGES: "accept" (a client's system messages on /v1/chat/completions
+    # follow SYSTEM_PROMPT) or "refuse" (a 400, as on /api/chat).
+    openai_system_messages: bool = True
 
     @property
     def timeouts(self) -> Timeouts:
@@ -67,6 +70,12 @@ class Config:
         def names(name: str) -> tuple[str, ...]:
             return tuple(part.strip() for part in text(name, "").split(",") if part.strip())
 
+        def choice(name: str, options: dict[str, bool], default: str) -> bool:
+            value = text(name, default).strip().lower() or default
+            if value not in options:
+                raise ConfigError(f"{name} must be one of {', '.join(options)}, got {value[:40]!r}")
+            return options[value]
+
         model = text("MODEL", "").strip()
         if not model:
             raise ConfigError("MODEL must name a Workers AI model")
@@ -85,6 +94,7 @@ class Config:
             allowed_origins=names("ALLOWED_ORIGINS"),
             padding=integer("PADDING", cls.padding, 0),
             auth_token=read("AUTH_TOKEN") or None,
+            openai_system_messages=choice("OPENAI_SYSTEM_MESSAGES", {"accept": True, "refuse": False}, "accept"),
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")

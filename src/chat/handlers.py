@@ -8,16 +8,28 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from sse import STREAM_HEADERS, Encoder, NDJSONEncoder, Reframer, SSEEncoder, UIMessageStreamEncoder
+from sse import (
+    ERROR_CODES,
+    STREAM_HEADERS,
+    Encoder,
+    NDJSONEncoder,
+    OpenAIChunkEncoder,
+    OpenAICompletionEncoder,
+    Reframer,
+    SSEEncoder,
+    UIMessageStreamEncoder,
+)
 
 from . import http
 from .api_errors import ApiError
+from .collect import collect
 from .config import Config, ConfigError
 from .edge import JsEdge
 from .exchange import Exchange, Reply
 from .lifecycle import StreamLifecycle
 from .limiter import spend
 from .logs import log
+from .openai_api import model_list, validate_completion
 from .rate_limit import client_key, limited_route
 from .relay import StreamRelay
 from .routes import Admitted, admit
@@ -88,9 +100,38 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
     return exchange.reply(upstream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
 
 
-async def _stream(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str) -> Reply:
-    model, upstream = await _start_model(edge, exchange, config, turn)
-    reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, max_padding=config.padding)
+async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    config = admitted.config
+    request = validate_completion(await _read_payload(edge, config), config)
+    created = int(time.time())
+    max_tokens = request.turn.max_tokens
+    if request.stream:
+        encoder: Encoder = OpenAIChunkEncoder(created=created, max_tokens=max_tokens, include_usage=request.include_usage)
+        padding = config.padding if request.obfuscation else 0
+        return await _stream(edge, exchange, config, request.turn, encoder, route="openai-chat",
+                             models=request.models, padding=padding, stop=request.stop)
+    model, upstream = await _start_model(edge, exchange, config, request.turn, request.models)
+    reframer = Reframer(request_id=exchange.request_id, model=model, max_padding=0, stop=request.stop,
+                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens))
+    lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
+    log("chat_stream_started", request_id=exchange.request_id, model=model, route="openai-chat")
+    body = await collect(upstream, lifecycle, log_fields={"request_id": exchange.request_id, "model": model, "route": "openai-chat"})
+    code = reframer.last_error_code
+    status = 200 if code is None else ERROR_CODES[code].status
+    return exchange.reply(body.decode(), status, {"content-type": http.JSON_TYPE})
+
+
+async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    return exchange.json(model_list(admitted.config))
+
+
+async def _stream(
+    edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str,
+    models: tuple[str, ...] | None = None, padding: int | None = None, stop: tuple[str, ...] = (),
+) -> Reply:
+    model, upstream = await _start_model(edge, exchange, config, turn, models)
+    reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, stop=stop,
+                        max_padding=config.padding if padding is None else padding)
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
         upstream=upstream, lifecycle=lifecycle, keep_alive=edge.keep_alive,
@@ -99,10 +140,18 @@ async def _stream(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTu
     return exchange.reply(relay.readable(), 200, encoder.headers)
 
 
-async def _start_model(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn) -> tuple[str, Any]:
+async def _start_model(
+    edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, models: tuple[str, ...] | None = None
+) -> tuple[str, Any]:
     inputs = turn.model_inputs(config.system_prompt)
-    return await start_model_stream(edge.env.AI, inputs, config, exchange.request_id, edge.keep_alive)
+    return await start_model_stream(edge.env.AI, inputs, config, exchange.request_id, edge.keep_alive, models)
 
 
 # Health and preflights are answered by routing; every other route by its handler.
-HANDLERS: dict[str, Handler] = {"chat": chat, "raw": raw_chat, "ui-chat": ui_chat}
+HANDLERS: dict[str, Handler] = {
+    "chat": chat,
+    "raw": raw_chat,
+    "ui-chat": ui_chat,
+    "openai-chat": openai_chat,
+    "openai-models": openai_models,
+}

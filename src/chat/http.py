@@ -55,11 +55,30 @@ def cors_headers(origin: str | None) -> dict[str, str]:
     }
 
 
-def preflight_headers(origin: str | None) -> dict[str, str]:
+# A header name is an RFC 9110 token; a longer request list than this is not a client's.
+_TOKEN_CHARS = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyz")
+MAX_REQUESTED_HEADERS_CHARS = 2048
+
+
+def allowed_headers(requested: str | None) -> str:
+    """The headers a preflight allows: ours, and those the browser asks for when they are
+    well-formed names. SDKs send headers of their own (OpenAI's JS SDK sends several
+    `x-stainless-*`) and a preflight that left them out would fail the request; none of
+    them changes what the Worker does, and credentials stay the bearer token alone."""
+    if not requested or len(requested) > MAX_REQUESTED_HEADERS_CHARS:
+        return CORS_HEADERS
+    names = [name.strip().lower() for name in requested.split(",")]
+    if not all(name and set(name) <= _TOKEN_CHARS for name in names):
+        return CORS_HEADERS
+    ours = CORS_HEADERS.split(", ")
+    return ", ".join(dict.fromkeys([*ours, *names]))
+
+
+def preflight_headers(origin: str | None, requested_headers: str | None = None) -> dict[str, str]:
     return {
         **cors_headers(origin),
         "access-control-allow-methods": CORS_METHODS,
-        "access-control-allow-headers": CORS_HEADERS,
+        "access-control-allow-headers": allowed_headers(requested_headers),
         "access-control-max-age": "86400",
     }
 

@@ -113,6 +113,16 @@ class StreamLifecycle:
         reframer = self._reframer
         return self._sent(reframer.fail("generation_failed") if failed else reframer.finish(), now)
 
+    @property
+    def collected_chars(self) -> int:
+        """Characters of text and reasoning streamed so far (what a collecting encoder holds)."""
+        stats = self._reframer.stats
+        return stats.chars + stats.reasoning_chars
+
+    def overflowed(self, now: float) -> bytes:
+        """The `upstream_malformed` frame for an answer longer than its reader can hold."""
+        return self._sent(self._reframer.fail("upstream_malformed"), now)
+
     def client_left(self) -> None:
         self._client_gone = True
 

@@ -24,7 +24,7 @@ PERIOD_S = 60
 # The paths that start inference, with the route name their log lines carry. /health,
 # preflights, 404s, 405s and static assets never spend budget: they cost no inference, and
 # a client over its limit must still be able to check health and send preflights.
-LIMITED_ROUTES = {"/api/chat": "chat", "/api/chat/raw": "raw", "/api/ui-chat": "ui-chat"}
+LIMITED_ROUTES = {"/api/chat": "chat", "/api/chat/raw": "raw", "/api/ui-chat": "ui-chat", "/v1/chat/completions": "openai-chat"}
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 

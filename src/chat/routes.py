@@ -11,6 +11,7 @@ from . import http
 from .api_errors import ApiError
 from .config import Config
 from .exchange import Exchange, Reply
+from .openai_api import openai_error_body
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,7 +28,12 @@ ROUTES: dict[str, Route] = {
     "/api/chat": Route(name="chat", methods=("POST",)),
     "/api/chat/raw": Route(name="raw", methods=("POST",)),
     "/api/ui-chat": Route(name="ui-chat", methods=("POST",)),
+    "/v1/chat/completions": Route(name="openai-chat", methods=("POST",)),
+    "/v1/models": Route(name="openai-models", methods=("GET",)),
 }
+
+# Paths under this prefix are OpenAI's API: their errors, 404s included, take its shape.
+OPENAI_PREFIX = "/v1/"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,6 +55,8 @@ def admit(exchange: Exchange, read_config: Callable[[], Config]) -> Admitted | R
     an allowed origin is readable by its page and a 403 is not.
     """
     request = exchange.request
+    if request.path.startswith(OPENAI_PREFIX):
+        exchange.render_error = openai_error_body
     route = ROUTES.get(request.path)
     if route is None:
         raise ApiError("not_found")
@@ -60,7 +68,7 @@ def admit(exchange: Exchange, read_config: Callable[[], Config]) -> Admitted | R
         raise ApiError("origin_not_allowed")
     exchange.cors = http.cors_headers(origin)
     if request.method == "OPTIONS":
-        return exchange.reply(None, 204, http.preflight_headers(origin))
+        return exchange.reply(None, 204, http.preflight_headers(origin, request.header("access-control-request-headers")))
     if request.method not in route.methods:
         raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.",
                        headers={"allow": ", ".join((*route.methods, "OPTIONS"))})

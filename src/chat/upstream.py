@@ -44,15 +44,17 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
 
 
 async def start_model_stream(
-    ai: Any, inputs: dict[str, Any], config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None]
+    ai: Any, inputs: dict[str, Any], config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None],
+    models: tuple[str, ...] | None = None,
 ) -> tuple[str, Any]:
-    """Try MODEL, then each fallback; the first stream that starts wins.
+    """Try each of `models` in order (by default MODEL, then each fallback); the first
+    stream that starts wins.
 
     Returns (model, ReadableStream). Raises ApiError (429, 502 or 504) when none starts.
     """
     js_inputs = to_js(inputs, dict_converter=js.Object.fromEntries)
     failure: ApiError | None = None
-    for attempt, model in enumerate(config.models):
+    for attempt, model in enumerate(models or config.models):
         began = time.monotonic()
         # One future for the call, waited on with asyncio.wait: at the deadline it is
         # neither cancelled nor marked for logging (a cancelled shield would have asyncio

@@ -28,17 +28,24 @@ WHITESPACE = (
 
 @dataclass(frozen=True, kw_only=True)
 class ChatTurn:
+    """A checked conversation and its generation settings. `options` are further model
+    inputs, already checked (top_p, seed, penalties from the OpenAI route)."""
+
     messages: tuple[dict[str, str], ...]
     max_tokens: int
     temperature: float | None
+    options: tuple[tuple[str, float | int], ...] = ()
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
+        # The server's prompt comes first, so a client's own system messages (where a
+        # route accepts them) follow it and cannot come before it.
         messages = [dict(m) for m in self.messages]
         if system_prompt:
             messages.insert(0, {"role": "system", "content": system_prompt})
         inputs: dict[str, Any] = {"messages": messages, "stream": True, "max_tokens": self.max_tokens}
         if self.temperature is not None:
             inputs["temperature"] = self.temperature
+        inputs.update(self.options)
         return inputs
 
 
@@ -82,57 +89,69 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 def _checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
 ) -> ChatTurn:
-    """`position` maps an index in `messages` to the one the client sent, so errors name
-    the client's own message even when some were left out."""
+    return ChatTurn(
+        messages=checked_messages(messages, config, position=position),
+        max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
+        temperature=checked_temperature(payload.get("temperature")),
+    )
+
+
+def checked_messages(
+    messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False
+) -> tuple[dict[str, str], ...]:
+    """The messages as `{"role", "content"}`, or ApiError(invalid_request) naming the bad
+    one. `position` maps an index in `messages` to the one the client sent, so errors
+    name the client's own message even when some were left out. `system`: whether the
+    client may send system messages (else they are the server's alone)."""
     if len(messages) > config.max_messages:
-        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.")
+        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
     checked = []
     total_chars = 0
     for index, message in enumerate(messages):
         where = f"messages[{position(index)}]"
         if not isinstance(message, dict):
-            raise invalid_request(f"{where} must be an object.")
+            raise invalid_request(f"{where} must be an object.", param=where)
         role = message.get("role")
-        if role == "system":
-            raise invalid_request(f"{where}.role: system messages are set by the server.")
-        if role not in ROLES:
-            raise invalid_request(f"{where}.role must be \"user\" or \"assistant\".")
+        if role == "system" and not system:
+            raise invalid_request(f"{where}.role: system messages are set by the server.", param=f"{where}.role")
+        if role not in ROLES and not (system and role == "system"):
+            allowed = '"system", "user" or "assistant"' if system else '"user" or "assistant"'
+            raise invalid_request(f"{where}.role must be {allowed}.", param=f"{where}.role")
         content = message.get("content")
         if not isinstance(content, str) or not content.strip(WHITESPACE):
-            raise invalid_request(f"{where}.content must be a string with a character other than whitespace.")
+            raise invalid_request(f"{where}.content must be a string with a character other than whitespace.", param=f"{where}.content")
         total_chars += len(content)
         checked.append({"role": role, "content": content})
     if total_chars > config.max_input_chars:
-        raise invalid_request(f"messages content totals {total_chars} characters; at most {config.max_input_chars} are allowed.")
+        raise invalid_request(f"messages content totals {total_chars} characters; at most {config.max_input_chars} are allowed.", param="messages")
     if checked[-1]["role"] != "user":
-        raise invalid_request("The last message must come from the user.")
-    return ChatTurn(
-        messages=tuple(checked),
-        max_tokens=_max_tokens(payload.get("max_tokens"), config),
-        temperature=_temperature(payload.get("temperature")),
-    )
+        raise invalid_request("The last message must come from the user.", param="messages")
+    return tuple(checked)
 
 
-def _max_tokens(value: Any, config: Config) -> int:
+def checked_max_tokens(value: Any, config: Config, field: str = "max_tokens") -> int:
     if value is None:
         return config.max_tokens
     if isinstance(value, float) and math.isinf(value):  # 1e400 reads as inf
-        raise invalid_request(f"max_tokens must be between 1 and {config.max_tokens}.")
+        raise invalid_request(f"{field} must be between 1 and {config.max_tokens}.", param=field)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid_request("max_tokens must be an integer.")
+        raise invalid_request(f"{field} must be an integer.", param=field)
     if not 1 <= value <= config.max_tokens:
-        raise invalid_request(f"max_tokens must be between 1 and {config.max_tokens}.")
+        raise invalid_request(f"{field} must be between 1 and {config.max_tokens}.", param=field)
     return value
 
 
-def _temperature(value: Any) -> float | None:
-    if value is None:
-        return None
+def checked_number(value: Any, field: str, low: float, high: float) -> float:
+    """A JSON number in [low, high] (1e400 reads as inf and is out of range)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise invalid_request("temperature must be a number.")
-    if not math.isfinite(value) or not 0 <= value <= MAX_TEMPERATURE:
-        raise invalid_request(f"temperature must be between 0 and {MAX_TEMPERATURE:g}.")
+        raise invalid_request(f"{field} must be a number.", param=field)
+    if not math.isfinite(value) or not low <= value <= high:
+        raise invalid_request(f"{field} must be between {low:g} and {high:g}.", param=field)
     return float(value)
+
+
+def checked_temperature(value: Any) -> float | None:
+    return None if value is None else checked_number(value, "temperature", 0, MAX_TEMPERATURE)
 
 
 def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:

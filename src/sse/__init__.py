@@ -1,6 +1,6 @@
 """The SSE core: a sans-IO event-stream parser (a receive buffer that hands out whole
 events, and a reader of their lines), upstream normalizer, protocol encoders (our SSE and
-NDJSON, and the Vercel AI SDK UI message stream), the Reframer that composes them, and
+NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and completions), the Reframer that composes them, and
 the one table of client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
@@ -17,6 +17,7 @@ from ._errors import (
 from ._events import Event, ReasoningDelta, ReframerStats, TextDelta
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
+from ._openai_encoder import OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason
 from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
@@ -42,6 +43,8 @@ __all__ = [
     "LineTooLongError",
     "MAX_JSON_DEPTH",
     "NDJSONEncoder",
+    "OpenAIChunkEncoder",
+    "OpenAICompletionEncoder",
     "ReasoningDelta",
     "ReceiveBuffer",
     "Reframer",
@@ -56,4 +59,6 @@ __all__ = [
     "UpstreamNormalizer",
     "format_event",
     "loads_bounded",
+    "openai_error",
+    "openai_finish_reason",
 ]

@@ -8,6 +8,7 @@ would leak between them.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from ._codes import ERROR_MESSAGES
 from ._encoders import Encoder, SSEEncoder
@@ -17,6 +18,7 @@ from ._normalizer import UpstreamNormalizer, native_event_bodies
 from ._padding import DEFAULT_MAX_PADDING, paddings
 from ._parser import EventReader, RawEvent
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
+from ._stop import StopScanner
 
 __all__ = ["Reframer"]
 
@@ -40,6 +42,7 @@ class Reframer:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         max_event_chars: int = DEFAULT_MAX_EVENT_CHARS,
         rng: random.Random | None = None,
+        stop: Sequence[str] = (),
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
@@ -47,10 +50,11 @@ class Reframer:
         `max_event_chars`: the caps on one upstream line and one upstream event (see
         ReceiveBuffer); input over either ends the stream with `upstream_malformed`.
         `rng`: the source of padding lengths, for deterministic tests; by default
-        os.urandom.
+        os.urandom. `stop`: stop sequences; the answer ends (`done`, finish_reason
+        "stop") just before the first one in its text, and the text is never sent.
 
-        Raises ValueError if max_padding is outside [0, 255], or max_line_bytes or
-        max_event_chars < 1.
+        Raises ValueError if max_padding is outside [0, 255], max_line_bytes or
+        max_event_chars < 1, or a stop sequence is empty.
         """
         self.request_id = request_id
         self.model = model
@@ -61,6 +65,7 @@ class Reframer:
         self._normalizer = UpstreamNormalizer()
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
         self._pads = paddings(max_padding, rng)
+        self._stop = StopScanner(stop) if stop else None
         self._started = False
         self._terminated = False
         self._deltas = 0
@@ -106,7 +111,7 @@ class Reframer:
             reasoning_chars=self._reasoning_chars,
             skipped=normalizer.skipped,
             tool_calls=normalizer.tool_calls,
-            finish_reason=normalizer.finish_reason,
+            finish_reason="stop" if self._stop is not None and self._stop.matched else normalizer.finish_reason,
             usage=None if normalizer.usage is None else dict(normalizer.usage),
         )
 
@@ -132,7 +137,8 @@ class Reframer:
             if block:
                 # The hot path: a block of nothing but common native events is read by
                 # one regex call and copied through without decoding its JSON strings.
-                bodies = native_event_bodies(block)
+                # With stop sequences every text is read whole, to be scanned.
+                bodies = native_event_bodies(block) if self._stop is None else None
                 if bodies is None:
                     self._emit(self._reader.read(block), out)
                 else:
@@ -145,7 +151,10 @@ class Reframer:
                         )
                     else:
                         self._chars += sum(map(len, bodies))
-            if self._buffer.error is not None and not self._normalizer.done:
+            if self._stop is not None and self._stop.matched:
+                self._end()
+                out.append(self._encoder.done(self.stats))
+            elif self._buffer.error is not None and not self._normalizer.done:
                 # Over a cap: the stream can no longer be framed ([DONE] before the
                 # offending input has ended it already).
                 out.append(self._error("upstream_malformed"))
@@ -173,6 +182,13 @@ class Reframer:
             return b""
         out = [] if self._started else [self._meta()]
         if self._normalizer.done:
+            if self._stop is not None:
+                # The text held back in case it began a stop sequence did not.
+                held = self._stop.flush()
+                if held:
+                    out.append(self._encoder.delta(held, next(self._pads)))
+                    self._deltas += 1
+                    self._chars += len(held)
             self._end()
             out.append(self._encoder.done(self.stats))
         else:
@@ -217,10 +233,13 @@ class Reframer:
         pads = self._pads
         deltas = self._deltas
         chars = self._chars
+        stop = self._stop
         for event_type, data, _ in events:
             text, reasoning = read(event_type, data)
             if normalizer.done:
                 break
+            if stop is not None and text:
+                text = stop.feed(text)
             if reasoning:
                 out.append(encoder.reasoning(reasoning, next(pads)))
                 self._reasoning_deltas += 1
@@ -229,6 +248,8 @@ class Reframer:
                 out.append(delta(text, next(pads)))
                 deltas += 1
                 chars += len(text)
+            if stop is not None and stop.matched:
+                break
         self._deltas = deltas
         self._chars = chars
 

@@ -1,0 +1,76 @@
+"""A whole answer read inside the Worker, for responses that are not streamed (OpenAI's
+`stream: false`): the model's stream is read through the same lifecycle and Reframer as
+a relayed one, with the same deadlines, caps and log lines, and the encoder's one frame
+becomes the response body (FFI)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pyodide.ffi import JsException
+
+from .lifecycle import StreamLifecycle
+from .logs import log
+from .relay import MAX_FEED_BYTES
+
+# The text a collected answer may hold: far above any real answer (MAX_TOKENS tokens of a
+# few characters), and a bound on what an upstream that never stops costs in memory.
+MAX_COLLECTED_CHARS = 1 << 20
+
+
+async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict[str, str]) -> bytes:
+    """Everything the lifecycle sends for `upstream`, read to its end or to a deadline;
+    the upstream is cancelled when the answer ended before it did."""
+    reader = upstream.getReader()
+    out = [lifecycle.start(time.monotonic())]
+    pending: asyncio.Future[Any] | None = None
+    ended = False
+    try:
+        while not lifecycle.over:
+            if pending is None:
+                pending = asyncio.ensure_future(reader.read())
+            finished, _ = await asyncio.wait({pending}, timeout=lifecycle.next_tick(time.monotonic()))
+            now = time.monotonic()
+            if not finished:
+                out.append(lifecycle.tick(now, client_behind=False))  # only a timeout says anything
+                continue
+            read, pending = pending, None
+            try:
+                result = read.result()
+            except JsException:
+                ended = True
+                out.append(lifecycle.upstream_ended(now, failed=True))
+                break
+            if result.done:
+                ended = True
+                out.append(lifecycle.upstream_ended(now, failed=False))
+                break
+            out.append(_feed(lifecycle, result.value, now))
+            if lifecycle.collected_chars > MAX_COLLECTED_CHARS:
+                out.append(lifecycle.overflowed(now))
+    finally:
+        if not ended:
+            try:
+                await reader.cancel()  # generation stops; a pending read resolves as done
+            except JsException:
+                pass
+        reader.releaseLock()
+    event, fields = lifecycle.outcome(time.monotonic())
+    log(event, **log_fields, **fields)
+    return b"".join(out)
+
+
+def _feed(lifecycle: StreamLifecycle, chunk: Any, now: float) -> bytes:
+    try:
+        data = chunk.to_bytes()
+    except Exception as exc:  # noqa: BLE001 - an upstream that sends something other than bytes
+        return lifecycle.broken(now, type(exc).__name__)
+    view = memoryview(data)
+    out = []
+    for start in range(0, len(data), MAX_FEED_BYTES):
+        out.append(lifecycle.chunk(view[start : start + MAX_FEED_BYTES], now))
+        if lifecycle.over:
+            break
+    return b"".join(out)

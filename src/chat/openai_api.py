@@ -1,0 +1,194 @@
+"""The OpenAI-compatible surface (docs/openai.md): a Chat Completions request checked
+before any inference, OpenAI's error shape, and the model list. Pure Python.
+
+Unknown fields are ignored, as OpenAI does; fields whose meaning this Worker cannot
+honour (more than one choice, tools, response formats, log probabilities, ...) get a 400
+naming the field rather than an answer that silently ignored them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sse import openai_error
+
+from .api_errors import ApiError, invalid_request
+from .config import Config
+from .validation import ChatTurn, checked_max_tokens, checked_messages, checked_number, checked_temperature
+
+MAX_STOP_SEQUENCES = 4  # OpenAI's own limit
+MAX_STOP_CHARS = 256
+MAX_SEED = 9_999_999_999  # Workers AI's bound on `seed`
+MAX_PENALTY = 2.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompletionRequest:
+    """A checked Chat Completions request. `models`: the requested model first, then the
+    Worker's other models in their configured order (the fallbacks)."""
+
+    turn: ChatTurn
+    models: tuple[str, ...]
+    stream: bool
+    include_usage: bool
+    obfuscation: bool
+    stop: tuple[str, ...]
+
+
+def openai_error_body(error: ApiError, request_id: str) -> str:
+    """OpenAI's `{"error": {"message", "type", "param", "code"}}`; the request id travels
+    in the x-request-id header, where OpenAI's SDKs read it."""
+    return json.dumps(openai_error(error.code, error.message, error.param))
+
+
+def model_list(config: Config) -> dict[str, Any]:
+    """GET /v1/models: the models this Worker serves, in OpenAI's list shape. Workers AI
+    does not say when a model was made, so `created` is 0."""
+    served = dict.fromkeys(config.models)  # in order, once each
+    return {
+        "object": "list",
+        "data": [{"id": model, "object": "model", "created": 0, "owned_by": "workers-ai"} for model in served],
+    }
+
+
+def validate_completion(payload: Any, config: Config) -> CompletionRequest:
+    """The request in `payload`, or ApiError: 400 `invalid_request` naming the field (in
+    the message and in `param`), 404 `model_not_found` for a model not served here."""
+    if not isinstance(payload, dict):
+        raise invalid_request("The request body must be a JSON object.")
+    _refuse_what_cannot_be_honoured(payload)
+    models = _models(payload.get("model"), config)
+    messages = payload.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise invalid_request("messages must be a non-empty list.", param="messages")
+    if len(messages) > config.max_messages:
+        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+    plain = [_plain_message(message, index) for index, message in enumerate(messages)]
+    stream = _flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and not stream:
+        raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise invalid_request("stream_options must be an object.", param="stream_options")
+    options = options or {}
+    turn = ChatTurn(
+        messages=checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages),
+        max_tokens=_max_tokens(payload, config),
+        temperature=checked_temperature(payload.get("temperature")),
+        options=_model_options(payload),
+    )
+    return CompletionRequest(
+        turn=turn,
+        models=models,
+        stream=stream,
+        include_usage=_flag(options, "include_usage", "stream_options."),
+        obfuscation=_flag(options, "include_obfuscation", "stream_options.", default=True),
+        stop=_stop(payload.get("stop")),
+    )
+
+
+# Each field this Worker cannot honour, and the values that ask for nothing it lacks.
+_NOT_HONOURED: tuple[tuple[str, tuple[Any, ...], str], ...] = (
+    ("tools", ([],), "tool calling is not supported here"),
+    ("functions", ([],), "function calling is not supported here"),
+    ("tool_choice", ("none",), "tool calling is not supported here"),
+    ("function_call", ("none",), "function calling is not supported here"),
+    ("response_format", ({"type": "text"},), "only text responses are supported here"),
+    ("logprobs", (False,), "log probabilities are not available here"),
+    ("top_logprobs", (0,), "log probabilities are not available here"),
+    ("logit_bias", ({},), "logit_bias is not supported here"),
+    ("audio", (), "audio output is not supported here"),
+    ("modalities", (["text"],), "only text output is supported here"),
+)
+
+
+def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
+    n = payload.get("n")
+    if n is not None and not (type(n) is int and n == 1):
+        raise invalid_request("n: only one choice (n = 1) is supported here.", param="n")
+    for field, harmless, reason in _NOT_HONOURED:
+        value = payload.get(field)
+        # `type(...) is` keeps True from passing for 1 and 0 for False.
+        if value is not None and not any(type(value) is type(ok) and value == ok for ok in harmless):
+            raise invalid_request(f"{field}: {reason}.", param=field)
+
+
+def _models(model: Any, config: Config) -> tuple[str, ...]:
+    if not isinstance(model, str):
+        raise invalid_request("model must be a string naming a model of GET /v1/models.", param="model")
+    if model not in config.models:
+        # The name is not echoed: it can be anything, of any length.
+        raise ApiError("model_not_found", "This model is not served here; GET /v1/models lists the models that are.", param="model")
+    return (model, *[other for other in dict.fromkeys(config.models) if other != model])
+
+
+def _plain_message(message: Any, index: int) -> Any:
+    """An OpenAI message reduced to what checked_messages reads: `developer` is a system
+    message, text parts are joined, `name` is dropped. Anything else is left for
+    checked_messages to refuse."""
+    where = f"messages[{index}]"
+    if not isinstance(message, dict):
+        return message
+    if message.get("tool_calls") or message.get("function_call"):
+        raise invalid_request(f"{where}: tool calls are not supported here.", param=f"{where}.tool_calls")
+    role = message.get("role")
+    if role in ("tool", "function"):
+        raise invalid_request(f"{where}.role: tool results are not supported here.", param=f"{where}.role")
+    content = message.get("content")
+    if isinstance(content, list):
+        texts = []
+        for part_index, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                field = f"{where}.content[{part_index}]"
+                raise invalid_request(f"{field}: only text parts are supported here.", param=field)
+            texts.append(part["text"])
+        content = "\n".join(texts)
+    return {"role": "system" if role == "developer" else role, "content": content}
+
+
+def _flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: bool = False) -> bool:
+    value = payload.get(field)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise invalid_request(f"{prefix}{field} must be true or false.", param=prefix + field)
+    return value
+
+
+def _max_tokens(payload: dict[str, Any], config: Config) -> int:
+    # max_completion_tokens is OpenAI's newer name for max_tokens; both mean the same here.
+    legacy, current = payload.get("max_tokens"), payload.get("max_completion_tokens")
+    if legacy is not None and current is not None and legacy != current:
+        raise invalid_request("max_tokens and max_completion_tokens differ; send one of them.", param="max_completion_tokens")
+    if current is not None:
+        return checked_max_tokens(current, config, "max_completion_tokens")
+    return checked_max_tokens(legacy, config)
+
+
+def _model_options(payload: dict[str, Any]) -> tuple[tuple[str, float | int], ...]:
+    options: list[tuple[str, float | int]] = []
+    if payload.get("top_p") is not None:
+        options.append(("top_p", checked_number(payload["top_p"], "top_p", 0, 1)))
+    for field in ("frequency_penalty", "presence_penalty"):
+        if payload.get(field) is not None:
+            options.append((field, checked_number(payload[field], field, 0, MAX_PENALTY)))
+    seed = payload.get("seed")
+    if seed is not None:
+        if type(seed) is not int or not 0 <= seed <= MAX_SEED:
+            raise invalid_request(f"seed must be an integer between 0 and {MAX_SEED}.", param="seed")
+        options.append(("seed", seed))
+    return tuple(options)
+
+
+def _stop(value: Any) -> tuple[str, ...]:
+    stops = [value] if isinstance(value, str) else value
+    if stops is None:
+        return ()
+    if not isinstance(stops, list) or len(stops) > MAX_STOP_SEQUENCES:
+        raise invalid_request(f"stop must be a string or a list of at most {MAX_STOP_SEQUENCES} strings.", param="stop")
+    for stop in stops:
+        if not isinstance(stop, str) or not 1 <= len(stop) <= MAX_STOP_CHARS:
+            raise invalid_request(f"stop: each sequence must be a string of 1 to {MAX_STOP_CHARS} characters.", param="stop")
+    return tuple(stops)

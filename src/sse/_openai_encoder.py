@@ -1,0 +1,186 @@
+"""OpenAI's Chat Completions as two more encodings of the protocol: the streamed
+`chat.completion.chunk` events, and the one `chat.completion` object of a non-streamed
+answer, collected through the same Reframer.
+
+A stream starts with a chunk holding the assistant role, then one chunk per delta, then
+one with `finish_reason`, then (with `stream_options.include_usage`) one with empty
+`choices` and the usage, then `data: [DONE]`. A failure after the stream started is one
+`data: {"error": {...}}` event and no `[DONE]`: OpenAI's SDKs raise on it, so a cut-off
+answer is never read as a complete one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from json.encoder import encode_basestring
+
+from ._codes import ERROR_CODES
+from ._encoders import Encoder, _dumps
+from ._events import ReframerStats
+
+__all__ = ["OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason"]
+
+JSON_TYPE = "application/json; charset=utf-8"
+
+# OpenAI's error `type` for a status; the SDKs pick their exception class by status.
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "invalid_request_error",
+    405: "invalid_request_error",
+    408: "timeout_error",
+    413: "invalid_request_error",
+    415: "invalid_request_error",
+    429: "rate_limit_error",
+}
+
+
+def openai_error(code: str, message: str, param: str | None = None) -> dict[str, object]:
+    """The `{"error": {...}}` object for one of our codes, in OpenAI's shape."""
+    entry = ERROR_CODES.get(code)
+    status = entry.status if entry is not None else 500
+    error_type = _ERROR_TYPES.get(status, "server_error")
+    return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def openai_finish_reason(stats: ReframerStats, max_tokens: int | None) -> str:
+    """The finish_reason of a complete answer. Workers AI's native frames carry none: an
+    answer that used the whole token budget is reported as `length` (it may well have
+    been cut there), any other as `stop`, so truncation never reads as a natural end."""
+    if stats.finish_reason is not None:
+        return stats.finish_reason
+    usage = stats.usage
+    if max_tokens is not None and usage is not None and usage["completion_tokens"] >= max_tokens:
+        return "length"
+    return "stop"
+
+
+class _OpenAIEncoder(Encoder):
+    """What both encodings share: the completion's id, time and model, and the ending."""
+
+    def __init__(self, *, created: int, max_tokens: int | None = None) -> None:
+        """`created`: the Unix time of the answer; `max_tokens`: the budget the model
+        was given, to tell an answer cut at it (see openai_finish_reason)."""
+        self._created = created
+        self._max_tokens = max_tokens
+        self._id = ""
+        self._model = ""
+
+    def meta(self, *, request_id: str, model: str) -> str:
+        self._id = "chatcmpl-" + request_id
+        self._model = model
+        return ""
+
+    def ping(self) -> str:
+        return ""
+
+    def _finish_reason(self, stats: ReframerStats) -> str:
+        return openai_finish_reason(stats, self._max_tokens)
+
+
+class OpenAIChunkEncoder(_OpenAIEncoder):
+    """`stream: true`: server-sent `chat.completion.chunk` events.
+
+    Deltas carry the padding in `obfuscation`, the field OpenAI itself adds to stream
+    chunks for the same reason (sizes would give away token lengths). Reasoning travels
+    as `delta.reasoning_content`, the name most OpenAI-compatible servers use.
+    """
+
+    content_type = "text/event-stream; charset=utf-8"
+
+    def __init__(self, *, created: int, max_tokens: int | None = None, include_usage: bool = False) -> None:
+        super().__init__(created=created, max_tokens=max_tokens)
+        self._include_usage = include_usage
+        self._prefix = ""
+
+    def meta(self, *, request_id: str, model: str) -> str:
+        super().meta(request_id=request_id, model=model)
+        # Everything before `choices` is the same in every chunk: built once.
+        self._prefix = (
+            f'data: {{"id":"{self._id}","object":"chat.completion.chunk","created":{self._created},'
+            f'"model":{encode_basestring(model)},"choices":'
+        )
+        return self._prefix + '[{"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]}\n\n'
+
+    def delta(self, text: str, padding: str) -> str:
+        return self._content(encode_basestring(text), padding)
+
+    def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
+        # A valid JSON string body is a valid content string as it is.
+        content = self._content
+        return "".join([content(f'"{body}"', pad) for body, pad in zip(bodies, paddings, strict=False)])
+
+    def _content(self, literal: str, padding: str) -> str:
+        return (
+            f'{self._prefix}[{{"index":0,"delta":{{"content":{literal}}},"logprobs":null,"finish_reason":null}}],'
+            f'"obfuscation":"{padding}"}}\n\n'
+        )
+
+    def reasoning(self, text: str, padding: str) -> str:
+        return (
+            f'{self._prefix}[{{"index":0,"delta":{{"reasoning_content":{encode_basestring(text)}}},"logprobs":null,'
+            f'"finish_reason":null}}],"obfuscation":"{padding}"}}\n\n'
+        )
+
+    def ping(self) -> str:
+        # A comment: OpenAI's SDKs skip it, proxies see the connection alive.
+        return ": ping\n\n"
+
+    def done(self, stats: ReframerStats) -> str:
+        finish = _dumps({"index": 0, "delta": {}, "logprobs": None, "finish_reason": self._finish_reason(stats)})
+        out = [f"{self._prefix}[{finish}]}}\n\n"]
+        if self._include_usage and stats.usage is not None:
+            out.append(f'{self._prefix}[],"usage":{_dumps(stats.usage)}}}\n\n')
+        out.append("data: [DONE]\n\n")
+        return "".join(out)
+
+    def error(self, *, code: str, message: str, request_id: str) -> str:
+        return f"data: {_dumps(openai_error(code, message))}\n\n"
+
+
+class OpenAICompletionEncoder(_OpenAIEncoder):
+    """`stream: false`: frames produce nothing until the end, which is the whole
+    `chat.completion` object (or the error object). The text is collected here, so the
+    caller bounds it (the Reframer's `stats.chars`) and sets the status from the error
+    code's table entry."""
+
+    content_type = JSON_TYPE
+
+    def __init__(self, *, created: int, max_tokens: int | None = None) -> None:
+        super().__init__(created=created, max_tokens=max_tokens)
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"content-type": self.content_type}
+
+    def delta(self, text: str, padding: str) -> str:
+        self._text.append(text)
+        return ""
+
+    def reasoning(self, text: str, padding: str) -> str:
+        self._reasoning.append(text)
+        return ""
+
+    def done(self, stats: ReframerStats) -> str:
+        message: dict[str, object] = {"role": "assistant", "content": "".join(self._text), "refusal": None}
+        if self._reasoning:
+            message["reasoning_content"] = "".join(self._reasoning)
+        self._text.clear()
+        self._reasoning.clear()
+        completion: Mapping[str, object] = {
+            "id": self._id,
+            "object": "chat.completion",
+            "created": self._created,
+            "model": self._model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self._finish_reason(stats)}],
+            "usage": stats.usage,
+        }
+        return _dumps(completion)
+
+    def error(self, *, code: str, message: str, request_id: str) -> str:
+        self._text.clear()
+        self._reasoning.clear()
+        return _dumps(openai_error(code, message))

@@ -66,3 +66,8 @@ def test_unknown_finish_reasons_become_other_and_missing_ones_are_left_out():
     silent = chunks_of(UIMessageStreamEncoder().done(stats(usage={"total_tokens": 3})))
     assert silent[0] == {"type": "finish", "messageMetadata": {"usage": {"total_tokens": 3}}}
     assert UIMessageStreamEncoder().ping() == ": ping\n\n"
+
+
+def test_the_stream_is_sent_with_the_protocol_header_and_the_stream_headers():
+    headers = UIMessageStreamEncoder().headers
+    assert headers["x-vercel-ai-ui-message-stream"] == "v1" and headers["x-accel-buffering"] == "no"

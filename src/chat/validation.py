@@ -125,7 +125,7 @@ def checked_messages(
     if total_chars > config.max_input_chars:
         raise invalid_request(f"messages content totals {total_chars} characters; at most {config.max_input_chars} are allowed.", param="messages")
     if checked[-1]["role"] != "user":
-        raise invalid_request("The last message must come from the user.", param="messages")
+        raise invalid_request("messages: the last message must come from the user.", param="messages")
     return tuple(checked)
 
 

@@ -13,7 +13,7 @@ from tests.runtime.client import chat
 from tests.runtime.processes import workerd_rss_bytes
 from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send, sleep
 
-ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat")
+ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat", "/v1/chat/completions")
 
 
 def nested(depth: int, opener: str = "[", closer: str = "]") -> str:

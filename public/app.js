@@ -12,6 +12,23 @@ const transcript = $("transcript");
 const statusLine = $("status");
 const modelLine = $("model");
 const emptyHint = $("empty");
+const settings = $("settings");
+const tokenInput = $("token");
+
+// The access token lives in sessionStorage: it survives a reload of this tab and is gone
+// when the tab closes; it is only ever sent in the Authorization header, never in a URL.
+const TOKEN_KEY = "chat-access-token";
+tokenInput.value = sessionStorage.getItem(TOKEN_KEY) ?? "";
+tokenInput.addEventListener("input", () => {
+  const token = tokenInput.value.trim();
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
+  else sessionStorage.removeItem(TOKEN_KEY);
+});
+
+function authHeaders() {
+  const token = sessionStorage.getItem(TOKEN_KEY);
+  return token ? { authorization: `Bearer ${token}` } : {};
+}
 
 // The settled turns sent as context with each request. Only complete answers are added:
 // a stopped, failed or cut-off answer stays on screen but is not sent back to the model.
@@ -24,14 +41,14 @@ let retryTimer = null; // the countdown of a rate-limited Retry
 const BEFORE_STREAM_TEXT = {
   payload_too_large: "Your message is too long. Shorten it and send it again.",
   rate_limited: "Too many requests right now.",
-  unauthorized: "This server needs an access token, which this page cannot send.",
+  unauthorized: "This server needs a valid access token: enter it under Settings, then retry.",
   origin_not_allowed: "This page is not allowed to use the chat API.",
   model_unavailable: "The model is not available right now.",
   upstream_timeout: "The model did not start answering in time.",
   network_error: "Could not reach the server. Check your connection.",
 };
 // Retrying cannot help these: the same request would be refused the same way.
-const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_json", "unsupported_media_type", "unauthorized", "origin_not_allowed"]);
+const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_json", "unsupported_media_type", "origin_not_allowed"]);
 // These mean the model never saw the turn, so it leaves the conversation and goes back
 // into the input box to be edited.
 const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
@@ -50,6 +67,21 @@ function addMessage(role, text) {
   messagesList.append(item);
   scrollToEnd(true);
   return item;
+}
+
+/** A collapsed "Thinking" section above the answer's text; returns its text node. */
+function addThinking(item) {
+  const section = document.createElement("details");
+  section.className = "thinking";
+  const summary = document.createElement("summary");
+  summary.textContent = "Thinking";
+  const body = document.createElement("p");
+  body.className = "thinking-text";
+  const text = document.createTextNode("");
+  body.append(text);
+  section.append(summary, body);
+  item.querySelector(".content").before(section);
+  return text;
 }
 
 function nearEnd() {
@@ -141,11 +173,14 @@ async function answer(item) {
   const content = item.querySelector(".content");
   const text = document.createTextNode("");
   content.replaceChildren(text);
+  item.querySelector(".thinking")?.remove(); // a retry thinks again
+  let thinking = null; // the text node of this answer's "thinking" section, once it has one
   item.dataset.state = "waiting";
   delete item.dataset.outcome;
 
   const outcome = await streamChat(conversation.slice(), {
     signal: controller.signal,
+    headers: authHeaders(),
     onMeta: (meta) => {
       item.dataset.requestId = meta.request_id;
       modelLine.textContent = meta.model;
@@ -155,6 +190,10 @@ async function answer(item) {
       item.dataset.state = "streaming";
       text.appendData(piece); // a text node: markup in model output stays text
       if (follow) scrollToEnd(true);
+    },
+    onReasoning: (piece) => {
+      thinking ??= addThinking(item);
+      thinking.appendData(piece); // text, never HTML, as the answer
     },
   });
 
@@ -207,6 +246,10 @@ function settleRefusal(item, outcome) {
   if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
   const retry = !NOT_RETRYABLE.has(outcome.code);
   showNotice(item, text, { retry, requestId: outcome.requestId, retryAfter: outcome.retryAfter || 0 });
+  if (outcome.code === "unauthorized") {
+    settings.open = true;
+    tokenInput.focus();
+  }
   const { turn, userItem } = turnOf.get(item) ?? {};
   if (REFUSED_TURN.has(outcome.code) && turn && conversation.at(-1) === turn) {
     conversation.pop();

@@ -22,6 +22,7 @@ const CHROMIUM_ARGS = [
   "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ];
 const WATCHDOG_MS = 60_000;
+const TOKEN = "page-s3cret"; // tests/frontends/upstreams.py's THINKING runtime requires it
 const STEP_MS = 20_000;
 
 // --- page helpers -----------------------------------------------------------------------
@@ -202,6 +203,55 @@ const scenarios = {
     await ask(page, "Hello?");
     await waitSettled(page);
     report.answer = await answerState(page);
+  },
+
+  /** A Worker that needs a token: refused without one, answered once it is entered under
+   * Settings; where the token is kept and how it is sent. */
+  async token(page, report) {
+    const sent = [];
+    page.on("request", (request) => {
+      if (request.method() === "POST") sent.push({ url: request.url(), authorization: request.headers().authorization ?? null });
+    });
+    report.settingsOpenAtStart = await page.locator("#settings").evaluate((details) => details.open);
+    await ask(page, "Hello?");
+    await waitSettled(page);
+    report.refused = await answerState(page);
+    report.settingsOpenAfter401 = await page.locator("#settings").evaluate((details) => details.open);
+    report.focusAfter401 = await page.evaluate(() => document.activeElement?.id);
+    await page.getByLabel("Access token").fill(TOKEN);
+    await lastAnswer(page).getByRole("button", { name: "Retry" }).click();
+    await waitSettled(page);
+    report.answered = await answerState(page);
+    report.sent = sent;
+    report.pageUrl = page.url();
+    report.storage = await page.evaluate(() => ({ session: { ...sessionStorage }, local: localStorage.length }));
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.tokenAfterReload = await page.getByLabel("Access token").inputValue();
+  },
+
+  /** Reasoning streamed before the answer: a collapsed "Thinking" section, as text. */
+  async thinking(page, report) {
+    await page.evaluate(() => { window.__pwned = 0; });
+    await page.getByText("Settings").click();
+    await page.getByLabel("Access token").fill(TOKEN);
+    await page.getByText("Settings").click();
+    await ask(page, "Think first.");
+    await page.locator("li.message.assistant .thinking").waitFor();
+    report.thinkingBeforeAnswer = await lastAnswer(page).locator(".content").textContent();
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    const section = lastAnswer(page).locator("details.thinking");
+    report.sections = await section.count();
+    report.openAtFirst = await section.evaluate((details) => details.open);
+    report.summary = await section.locator("summary").textContent();
+    report.thinkingVisibleCollapsed = await section.locator(".thinking-text").isVisible();
+    await section.locator("summary").click();
+    report.openAfterClick = await section.evaluate((details) => details.open);
+    report.thinkingText = await section.locator(".thinking-text").textContent();
+    report.elementsInside = await section.locator(".thinking-text *").count();
+    report.pwned = await page.evaluate(() => window.__pwned);
+    report.orderInItem = await lastAnswer(page).evaluate((item) => [...item.children].map((child) => child.className));
   },
 
   /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */

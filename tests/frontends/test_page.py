@@ -16,6 +16,9 @@ from tests.frontends.upstreams import (
     RATE_LIMITED,
     SLOW_ANSWER,
     STEP_MS,
+    THINKING,
+    THOUGHT,
+    TOKEN,
     expected_answer,
 )
 from tests.runtime.harness import ROOT
@@ -186,3 +189,40 @@ def test_the_page_fits_a_phone_width_screen(run_pages):
         assert 0 <= control["x"] and control["x"] + control["width"] <= width
         assert 0 <= control["y"] and control["y"] + control["height"] <= height
     assert report["send"]["height"] >= 44, "a touch-sized Send button"
+
+
+# --- a Worker with AUTH_TOKEN, and a model that thinks ----------------------------------
+
+
+def thinking_run(run_pages):
+    return run_pages(THINKING, ("token", "thinking"))
+
+
+def test_without_a_token_the_page_says_where_to_enter_it_and_retry_then_answers(run_pages):
+    report = thinking_run(run_pages).report("token")
+    assert report["settingsOpenAtStart"] is False
+    refused = report["refused"]
+    assert refused["outcome"] == "error" and "access token" in refused["notice"] and "Settings" in refused["notice"]
+    assert refused["retry"] == {"label": "Retry", "disabled": False}
+    assert report["settingsOpenAfter401"] is True and report["focusAfter401"] == "token"
+    assert report["answered"]["outcome"] == "complete" and report["answered"]["text"] == "Here is the answer."
+
+
+def test_the_token_is_sent_only_as_a_bearer_header_and_kept_in_session_storage(run_pages):
+    report = thinking_run(run_pages).report("token")
+    assert [request["authorization"] for request in report["sent"]] == [None, f"Bearer {TOKEN}"]
+    assert all(TOKEN not in request["url"] for request in report["sent"]) and TOKEN not in report["pageUrl"]
+    assert report["storage"] == {"session": {"chat-access-token": TOKEN}, "local": 0}
+    assert report["tokenAfterReload"] == TOKEN, "a reload of the tab keeps it"
+
+
+def test_reasoning_is_a_collapsed_thinking_section_of_text_above_the_answer(run_pages):
+    report = thinking_run(run_pages).report("thinking")
+    assert report["thinkingBeforeAnswer"] == "", "the section appears while the model still thinks"
+    assert report["answer"]["outcome"] == "complete" and report["answer"]["text"] == "Here is the answer."
+    assert report["sections"] == 1 and report["summary"] == "Thinking"
+    assert report["openAtFirst"] is False and report["thinkingVisibleCollapsed"] is False
+    assert report["openAfterClick"] is True
+    assert report["thinkingText"] == "".join(THOUGHT)
+    assert (report["elementsInside"], report["pwned"]) == (0, 0), "markup in reasoning stays text"
+    assert report["orderInItem"][:3] == ["author", "thinking", "content"]

@@ -3,7 +3,9 @@ and CLI tests so that both reuse the same runtimes (each start costs seconds).""
 
 from __future__ import annotations
 
-from tests.runtime.scripts import done_frame, echo, error, native_frame, scripted_options, sleep, usage_frame
+import json
+
+from tests.runtime.scripts import done_frame, echo, error, native_frame, scripted_options, send, sleep, usage_frame
 
 STEP_MS = 100
 
@@ -40,3 +42,18 @@ FAILING = scripted_options(
 
 # The model refuses to start: a 429 with Retry-After before any stream.
 RATE_LIMITED = scripted_options(fail_start="3040: Capacity temporarily exceeded")
+
+
+def reasoning_frame(text: str) -> dict:
+    """An OpenAI-style chunk carrying reasoning, as reasoning models stream it."""
+    return send("data: " + json.dumps({"choices": [{"index": 0, "delta": {"reasoning_content": text}}]}) + "\n\n")
+
+
+# A Worker that requires a token, with a model that thinks aloud (markup included, which
+# must stay text) before it answers.
+TOKEN = "page-s3cret"
+THOUGHT = ("Let me think", " about <b>this</b><img src=x onerror=\"window.__pwned=1\">", " carefully.")
+THINKING = scripted_options(
+    [*(step for piece in THOUGHT for step in (reasoning_frame(piece), sleep(STEP_MS))), native_frame("Here is the answer."), done_frame()],
+    variables={"AUTH_TOKEN": TOKEN},
+)

@@ -4,8 +4,10 @@ and checks come from the pure modules, the model from `upstream`, the streaming 
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from sse import (
@@ -113,7 +115,10 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     model, upstream = await _start_model(edge, exchange, config, request.turn, request.models)
     reframer = Reframer(request_id=exchange.request_id, model=model, max_padding=0, stop=request.stop,
                         encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens))
-    lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
+    # Nothing is sent before the answer is whole, so there is nothing to ping: without
+    # this the ping deadline, never moved by a send, would wake the reader every tick.
+    timeouts = replace(config.timeouts, ping_interval=math.inf)
+    lifecycle = StreamLifecycle(reframer, timeouts, now=time.monotonic())
     log("chat_stream_started", request_id=exchange.request_id, model=model, route="openai-chat")
     body = await collect(upstream, lifecycle, log_fields={"request_id": exchange.request_id, "model": model, "route": "openai-chat"})
     code = reframer.last_error_code

@@ -142,3 +142,25 @@ def test_the_next_tick_is_due_at_the_nearest_deadline():
     # Behind: look again after the shorter interval, well before the client timeout.
     assert stream.next_tick(1.5) == pytest.approx(1.0)
     assert stream.next_tick(21.0) == pytest.approx(0.5)
+
+
+def test_a_collected_answer_without_pings_sleeps_until_its_idle_deadline_and_its_size_is_counted():
+    # The non-streamed OpenAI answer sends nothing until it is whole: with no ping interval
+    # its reader waits for the idle deadline, not for a ping that never moves the clock.
+    from sse import OpenAICompletionEncoder
+
+    reframer = Reframer(request_id="r", model="m", encoder=OpenAICompletionEncoder(created=1), max_padding=0)
+    stream = StreamLifecycle(reframer, Timeouts(ping_interval=float("inf"), idle=5.0, client=20.0), now=100.0)
+    assert stream.start(100.0) == b""
+    assert stream.chunk(frame("Hello") + frame(" you"), 101.0) == b""
+    assert stream.collected_chars == len("Hello you")
+    assert stream.next_tick(103.0) == pytest.approx(3.0), "the idle deadline, counted from the last text"
+    assert stream.tick(103.0, client_behind=False) == b""
+    assert json.loads(stream.tick(106.5, client_behind=False))["error"]["code"] == "upstream_timeout"
+
+
+def test_an_answer_too_long_to_collect_ends_as_malformed():
+    stream = lifecycle()
+    stream.chunk(frame("abc"), 100.5)
+    assert error_code(stream.overflowed(101.0)) == "upstream_malformed"
+    assert stream.outcome(101.0)[1]["code"] == "upstream_malformed"

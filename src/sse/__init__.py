@@ -19,6 +19,7 @@ from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import Reframer
+from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayWriter, StoredEvent, parse_event_id
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
@@ -30,20 +31,24 @@ __all__ = [
     "Encoder",
     "Event",
     "EventTooLargeError",
+    "EventNumberer",
     "EventReader",
     "EventStreamParser",
     "FieldValueError",
     "JSONDepthError",
     "KNOWN_FINISH_REASONS",
     "LineTooLongError",
+    "MAX_EVENT_ID_DIGITS",
     "MAX_JSON_DEPTH",
     "NDJSONEncoder",
     "ReasoningDelta",
     "ReceiveBuffer",
+    "ReplayWriter",
     "Reframer",
     "ReframerStats",
     "SSEEncoder",
     "SSEError",
+    "StoredEvent",
     "StreamClosedError",
     "TextDelta",
     "UIMessageStreamEncoder",
@@ -51,4 +56,5 @@ __all__ = [
     "UpstreamNormalizer",
     "format_event",
     "loads_bounded",
+    "parse_event_id",
 ]

@@ -33,6 +33,10 @@ ERROR_MESSAGES: Mapping[str, str] = MappingProxyType(
         "upstream_incomplete": "The model stream ended before it was complete.",
         "upstream_malformed": "The model stream could not be read.",
         "client_timeout": "The stream waited too long for the client to read it.",
+        # Resumable answers (docs/protocol.md, "Resumable answers"):
+        "stopped": "The answer was stopped on request.",
+        "abandoned": "Nobody was reading the answer, so it was stopped.",
+        "interrupted": "The server restarted before the answer was complete.",
         "internal_error": "An internal error ended the stream.",
     }
 )
@@ -42,6 +46,13 @@ def _dumps(value: object) -> str:
     # Compact, and UTF-8 text left as it is: \uXXXX escapes would triple the bytes of
     # every non-Latin token. Any raw CR/LF is escaped by JSON, so the result is one line.
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _meta_payload(request_id: str, model: str, stream_id: str | None) -> dict[str, str]:
+    payload = {"request_id": request_id, "model": model}
+    if stream_id is not None:
+        payload["stream_id"] = stream_id
+    return payload
 
 
 def _done_payload(stats: ReframerStats) -> dict[str, object]:
@@ -102,7 +113,8 @@ class Encoder(ABC):
     content_type: str
 
     @abstractmethod
-    def meta(self, *, request_id: str, model: str) -> str: ...
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        """The first frame; `stream_id` names a resumable answer (None: not resumable)."""
 
     @abstractmethod
     def delta(self, text: str, padding: str) -> str: ...
@@ -139,8 +151,8 @@ class SSEEncoder(Encoder):
 
     content_type = "text/event-stream; charset=utf-8"
 
-    def meta(self, *, request_id: str, model: str) -> str:
-        return f"event: meta\ndata: {_dumps({'request_id': request_id, 'model': model})}\n\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        return f"event: meta\ndata: {_dumps(_meta_payload(request_id, model, stream_id))}\n\n"
 
     def delta(self, text: str, padding: str) -> str:
         # Built by hand rather than with json.dumps: this runs once per token, and
@@ -176,8 +188,8 @@ class NDJSONEncoder(Encoder):
 
     content_type = "application/x-ndjson"
 
-    def meta(self, *, request_id: str, model: str) -> str:
-        return _dumps({"type": "meta", "request_id": request_id, "model": model}) + "\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        return _dumps({"type": "meta", **_meta_payload(request_id, model, stream_id)}) + "\n"
 
     def delta(self, text: str, padding: str) -> str:
         return f'{{"type":"delta","text":{encode_basestring(text)},"p":"{padding}"}}\n'

@@ -31,6 +31,8 @@ class Config:
     padding: int = 32  # longest random padding on delta events; 0 turns it off
     auth_token: str | None = None
     retry_after_s: int = 10
+    resume_grace_ms: int = 60_000  # a resumable answer nobody reads for this long is stopped
+    resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
 
     @property
     def timeouts(self) -> Timeouts:
@@ -85,6 +87,8 @@ class Config:
             allowed_origins=names("ALLOWED_ORIGINS"),
             padding=integer("PADDING", cls.padding, 0),
             auth_token=read("AUTH_TOKEN") or None,
+            resume_grace_ms=integer("RESUME_GRACE_MS", cls.resume_grace_ms, 1),
+            resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")

@@ -19,8 +19,14 @@ STREAM_HEADERS = {
     "x-accel-buffering": "no",
     "content-encoding": "identity",
 }
-CORS_METHODS = "GET, POST, OPTIONS"
-CORS_HEADERS = "authorization, content-type, accept"
+CORS_METHODS = "GET, POST, DELETE, OPTIONS"
+CORS_HEADERS = "authorization, content-type, accept, last-event-id"
+
+# Resumable answers: /api/chat/streams/{stream_id} and /api/ui-chat/{chat_id}/stream.
+CHAT_STREAMS_PREFIX = "/api/chat/streams/"
+UI_CHAT_PREFIX, UI_STREAM_SUFFIX = "/api/ui-chat/", "/stream"
+# A Durable Object id as its namespace writes it: 64 lowercase hex digits.
+STREAM_ID_LENGTH = 64
 
 
 # Request URLs in a Worker are always absolute ("https://host/path?query"). These two
@@ -100,3 +106,19 @@ def prefers_ndjson(accept: str | None) -> bool:
 
 def error_body(error: ApiError, request_id: str) -> str:
     return json.dumps({"error": {"code": error.code, "message": error.message}, "request_id": request_id})
+
+
+def stream_path(path: str) -> tuple[str, str] | None:
+    """("chat-stream", stream_id) or ("ui-chat-stream", chat_id) for the resumable
+    answers' paths, the id as sent (checked by the caller); else None."""
+    if path.startswith(CHAT_STREAMS_PREFIX):
+        key = path[len(CHAT_STREAMS_PREFIX) :]
+        return None if "/" in key else ("chat-stream", key)
+    if path.startswith(UI_CHAT_PREFIX) and path.endswith(UI_STREAM_SUFFIX):
+        key = path[len(UI_CHAT_PREFIX) : -len(UI_STREAM_SUFFIX)]
+        return None if "/" in key else ("ui-chat-stream", key)
+    return None
+
+
+def is_stream_id(value: str) -> bool:
+    return len(value) == STREAM_ID_LENGTH and all(char in "0123456789abcdef" for char in value)

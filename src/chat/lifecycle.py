@@ -113,6 +113,13 @@ class StreamLifecycle:
         reframer = self._reframer
         return self._sent(reframer.fail("generation_failed") if failed else reframer.finish(), now)
 
+    def stop(self, now: float, code: str) -> bytes:
+        """The terminal `error` frame for an answer ended on the server's side (a stop
+        request, nobody reading), unless the stream is over already."""
+        if self.over:
+            return b""
+        return self._sent(self._reframer.fail(code), now)
+
     def client_left(self) -> None:
         self._client_gone = True
 

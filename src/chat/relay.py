@@ -110,6 +110,14 @@ class StreamRelay:
             # pipe cancel the upstream, so nothing it does afterwards changes anything.
             self._terminate()
 
+    def stop(self, code: str) -> None:
+        """End the answer now with the terminal `error` frame `code`; the pipe then cancels
+        the upstream, as after [DONE]."""
+        if self._closed or self._lifecycle.over:
+            return
+        self._send(self._lifecycle.stop(time.monotonic(), code))
+        self._terminate()
+
     def _on_cancel(self, _reason: Any) -> None:
         # The client went away: the pipe now cancels the upstream (generation stops).
         self._lifecycle.client_left()

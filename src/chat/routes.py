@@ -15,7 +15,7 @@ from pyodide.ffi import create_proxy, jsnull, to_js
 
 from sse import UI_MESSAGE_STREAM_HEADER, Encoder, NDJSONEncoder, Reframer, SSEEncoder, UIMessageStreamEncoder
 
-from . import http
+from . import http, resumable
 from .api_errors import ApiError
 from .body import read_body
 from .config import Config, ConfigError
@@ -95,8 +95,12 @@ async def _route(exchange: Exchange) -> Any:
     method = str(exchange.js_request.method)
     path = http.path_of(str(exchange.js_request.url))
     allowed = ROUTES.get(path)
+    target = None
     if allowed is None:
-        raise ApiError(404, "not_found", "There is nothing at this path.")
+        target = http.stream_path(path)
+        if target is None:
+            raise ApiError(404, "not_found", "There is nothing at this path.")
+        allowed = ("GET", "DELETE") if target[0] == "chat-stream" else ("GET",)
     if path == "/health" and method in allowed:
         return exchange.json({"status": "ok"})
     config = read_config(exchange.env)
@@ -110,6 +114,8 @@ async def _route(exchange: Exchange) -> Any:
         error.headers["allow"] = ", ".join((*allowed, "OPTIONS"))
         raise error
     token = _authorize(exchange, config)
+    if target is not None:
+        return await _stream_request(exchange, target, method)
     route = limited_route(path, method)
     if route is not None:
         # After auth (only valid tokens reach the limiter), before the body is read.
@@ -117,10 +123,16 @@ async def _route(exchange: Exchange) -> Any:
         await spend(exchange.env, key, request_id=exchange.request_id, route=route)
     if path == "/api/ui-chat":
         turn = validate_ui_chat(await _read_payload(exchange, config), config)
+        if turn.resumable:
+            return await _chat_resumable(exchange, config, turn, "ui")
         return await _chat(exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat", headers=dict([UI_MESSAGE_STREAM_HEADER]))
     turn = validate_chat(await _read_payload(exchange, config), config)
     if path == "/api/chat/raw":
+        if turn.resumable:
+            raise ApiError(400, "invalid_request", "resumable: /api/chat/raw passes the model's stream through; use /api/chat.")
         return await _chat_raw(exchange, config, turn)
+    if turn.resumable:
+        return await _chat_resumable(exchange, config, turn, resumable.reader_format(exchange.header("accept")))
     encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.header("accept")) else SSEEncoder()
     return await _chat(exchange, config, turn, encoder, route="chat")
 
@@ -157,6 +169,25 @@ async def _chat(
     )
     stream_headers = {"content-type": encoder.content_type, **http.STREAM_HEADERS, **(headers or {})}
     return exchange.response(relay.readable(), 200, stream_headers)
+
+
+async def _chat_resumable(exchange: Exchange, config: Config, turn: ChatTurn, format: str) -> Any:
+    body, headers = await resumable.start(exchange.env, config, turn, request_id=exchange.request_id, format=format)
+    return exchange.response(body, 200, headers)
+
+
+async def _stream_request(exchange: Exchange, target: tuple[str, str], method: str) -> Any:
+    """GET: a reader of a resumable answer; DELETE: stop it."""
+    if method == "DELETE":
+        await resumable.stop(exchange.env, target[1])
+        return exchange.response(None, 204)
+    found = await resumable.read(
+        exchange.env, target, last_event_id=exchange.header("last-event-id"), accept=exchange.header("accept")
+    )
+    if found is None:
+        return exchange.response(None, 204)
+    body, headers = found
+    return exchange.response(body, 200, headers)
 
 
 async def _chat_raw(exchange: Exchange, config: Config, turn: ChatTurn) -> Any:

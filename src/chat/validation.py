@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from .api_errors import ApiError, invalid_request
 from .config import Config
 
 ROLES = ("user", "assistant")
+MAX_CHAT_ID_CHARS = 128
 MAX_TEMPERATURE = 5.0
 
 # What counts as blank content: ECMAScript's WhiteSpace and LineTerminator (what `\s`
@@ -31,6 +33,8 @@ class ChatTurn:
     messages: tuple[dict[str, str], ...]
     max_tokens: int
     temperature: float | None
+    resumable: bool = False  # produced by a Durable Object that readers can come back to
+    chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when resumable
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         messages = [dict(m) for m in self.messages]
@@ -110,6 +114,7 @@ def _checked_turn(
         messages=tuple(checked),
         max_tokens=_max_tokens(payload.get("max_tokens"), config),
         temperature=_temperature(payload.get("temperature")),
+        resumable=_resumable(payload.get("resumable")),
     )
 
 
@@ -123,6 +128,22 @@ def _max_tokens(value: Any, config: Config) -> int:
     if not 1 <= value <= config.max_tokens:
         raise invalid_request(f"max_tokens must be between 1 and {config.max_tokens}.")
     return value
+
+
+def _resumable(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise invalid_request("resumable must be true or false.")
+    return value
+
+
+def is_chat_id(value: object) -> bool:
+    """An AI SDK chat id this Worker keys a resumable stream by: 1 to 128 ASCII letters,
+    digits, `-` or `_` (the SDK's generated ids are 16 such characters)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CHAT_ID_CHARS or not value.isascii():
+        return False
+    return all(char.isalnum() or char in "-_" for char in value)
 
 
 def _temperature(value: Any) -> float | None:
@@ -164,4 +185,10 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         positions.append(index)
     if not plain:
         raise invalid_request("messages holds no message with text.")
-    return _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    if not turn.resumable:
+        return turn
+    chat_id = payload.get("id")
+    if not is_chat_id(chat_id):
+        raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.")
+    return dataclasses.replace(turn, chat_id=chat_id)

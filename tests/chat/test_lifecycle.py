@@ -142,3 +142,14 @@ def test_the_next_tick_is_due_at_the_nearest_deadline():
     # Behind: look again after the shorter interval, well before the client timeout.
     assert stream.next_tick(1.5) == pytest.approx(1.0)
     assert stream.next_tick(21.0) == pytest.approx(0.5)
+
+
+def test_a_stop_on_the_servers_side_ends_with_its_code_once_and_is_logged_as_failed():
+    stream = lifecycle()
+    stream.chunk(frame("Hi"), 101.0)
+    assert error_code(stream.stop(102.0, "stopped")) == "stopped"
+    assert stream.over
+    assert stream.stop(103.0, "abandoned") == b""
+    assert stream.upstream_ended(104.0, failed=False) == b""
+    event, fields = stream.outcome(104.0)
+    assert (event, fields["code"], fields["chunks"]) == ("chat_stream_failed", "stopped", 1)

@@ -301,8 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     (ROOT / ".dev").mkdir(exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="direct-", dir=ROOT / ".dev"))
-    (run_dir / "state").mkdir()
-    config = workerd_config(production, args, run_dir / "state")
+    storage = Path(args.persist_to) if args.persist_to else run_dir / "state"
+    storage.mkdir(parents=True, exist_ok=True)
+    config = workerd_config(production, args, storage.resolve())
     config_file = run_dir / "workerd.capnp"
     config_file.write_text(config, encoding="utf-8")
     # --experimental: the development flag is experimental. --control-fd: workerd reports the

@@ -69,7 +69,7 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
         response = await _call(namespace, namespace.idFromName(f"ui-chat:{key}"), "GET", "/events?after=0&format=ui&active=1")
         return None if response.status == 204 else (response.body, stream_headers("ui"))
     after = 0
-    if last_event_id is not None:
+    if last_event_id is not None and last_event_id.strip(" \t"):  # empty: from the start
         try:
             after = parse_event_id(last_event_id)
         except ValueError:

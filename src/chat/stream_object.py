@@ -194,10 +194,10 @@ class ChatStream(DurableObject):
 
     def _read(self, after: int, format: str, active_only: bool) -> Any:
         state = self._state()
+        if active_only and (state is None or not (state["live"] and self._relay is not None)):
+            return _json_response(204)  # the AI SDK's "no answer in progress"
         if state is None:
             raise ApiError(404, "stream_not_found", "")
-        if active_only and not (state["live"] and self._relay is not None):
-            return _json_response(204)
         if state["live"] and self._relay is None:
             self._interrupted(state)
         return self._reader_response(after, format, int(state["serial"]), self._config())

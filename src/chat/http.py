@@ -114,7 +114,7 @@ def stream_path(path: str) -> tuple[str, str] | None:
     if path.startswith(CHAT_STREAMS_PREFIX):
         key = path[len(CHAT_STREAMS_PREFIX) :]
         return None if "/" in key else ("chat-stream", key)
-    if path.startswith(UI_CHAT_PREFIX) and path.endswith(UI_STREAM_SUFFIX):
+    if path.startswith(UI_CHAT_PREFIX) and path.endswith(UI_STREAM_SUFFIX) and len(path) > len(UI_CHAT_PREFIX) + len(UI_STREAM_SUFFIX):
         key = path[len(UI_CHAT_PREFIX) : -len(UI_STREAM_SUFFIX)]
         return None if "/" in key else ("ui-chat-stream", key)
     return None

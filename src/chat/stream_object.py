@@ -165,6 +165,10 @@ class ChatStream(DurableObject):
     def _finish_row(self) -> None:
         ended_at = time.time()
         self._sql.exec("UPDATE answer SET live = 0, ended_at = ?", ended_at)
+        row = self._sql.exec("SELECT request_id, (SELECT count(*) FROM events) AS events FROM answer").one()
+        # What keeping the answer costs, for the operator: its events and the storage they take.
+        log("chat_resumable_stored", request_id=str(row.request_id), events=int(row.events),
+            storage_bytes=int(self._sql.databaseSize))
         self._cancel_grace()
         self._wake_readers()
         self._arm(ended_at + self._config().resume_ttl_s)

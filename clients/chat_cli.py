@@ -38,7 +38,7 @@ import os
 import re
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -314,7 +314,17 @@ async def ask(
     # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
     async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
         request = client.build_request("POST", base + path, json=body, headers=headers)
-        outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after)
+
+        async def stop_on_server() -> None:
+            # Leaving does not stop a resumable answer: this does, sent while the
+            # connection is still open (the stop then reaches the model at once).
+            try:
+                await client.delete(f"{base}/api/chat/streams/{reader.stream_id}", headers=headers)
+            except httpx.TransportError:
+                pass  # nobody reading: the server stops it after its grace period
+
+        on_cancel = stop_on_server if resume else None
+        outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
         resumed = failures = 0
         while resume and outcome.code in ("truncated", "timeout", "connection_failed") and reader.stream_id and failures < RESUME_ATTEMPTS:
             # The connection dropped: come back after the last event that arrived whole.
@@ -325,15 +335,9 @@ async def ask(
             deadline.restart()
             headers_again = {**headers, "last-event-id": parser.last_event_id}
             request = client.build_request("GET", f"{base}/api/chat/streams/{reader.stream_id}", headers=headers_again)
-            outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after)
+            outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
             if (reader.chunks, parser.last_event_id) != events_before:
                 failures = 0  # progress: the attempts count again from here
-        if resume and outcome.kind == "cancelled" and reader.stream_id:
-            # Leaving does not stop a resumable answer: stopping it does.
-            try:
-                await client.delete(f"{base}/api/chat/streams/{reader.stream_id}", headers=headers)
-            except httpx.TransportError:
-                pass  # nobody reading: the server stops it after its grace period
     if resume:
         outcome = dataclasses.replace(outcome, resumed=resumed)
     return outcome
@@ -347,7 +351,7 @@ def _resumed_parser(last_event_id: str) -> EventStreamParser:
 
 async def _exchange(
     client: httpx.AsyncClient, request: httpx.Request, parser: EventStreamParser, reader: AnswerReader,
-    deadline: Deadline, out: TextSink, cancel_after: int | None,
+    deadline: Deadline, out: TextSink, cancel_after: int | None, on_cancel: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     try:
         response = await deadline.wait(client.send(request, stream=True))
@@ -361,7 +365,10 @@ async def _exchange(
             return await http_error(response, deadline)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
-        return await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        outcome = await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        if outcome.kind == "cancelled" and on_cancel is not None and reader.stream_id:
+            await on_cancel()
+        return outcome
     finally:
         await response.aclose()
 

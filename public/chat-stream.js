@@ -25,7 +25,9 @@
 // reconnects with Last-Event-ID (up to `reconnectDelays.length` times in a row, calling
 // `onReconnecting(attempt)` before each) and goes on where it left off; only when that
 // fails is the outcome "truncated". Aborting the signal stops the answer on the server
-// (DELETE). `onStream({streamId, lastEventId})` reports where the answer stands after each
+// (DELETE, sent while the connection is still open, so that the stop reaches the model
+// and the stream ends with its own `stopped` event; text after the abort is not passed
+// on, and the outcome is "cancelled"). `onStream({streamId, lastEventId})` reports where the answer stands after each
 // event, so a page can pick it up after a reload with `resume: {streamId, lastEventId}`
 // (no POST: the answer is read from after lastEventId, "0" for the start).
 // `status` is the HTTP status (200 for an `error` event); `retryAfter` is the seconds a 429
@@ -35,6 +37,7 @@
 // a line over `maxLineLength`).
 
 const DEFAULT_MAX_LINE = 1024 * 1024; // the Worker's own cap per upstream line
+const STOP_WAIT_MS = 3000; // how long a stopped resumable answer may take to end by itself
 
 /** A line splitter for the event-stream format: CR, LF and CRLF all end a line. */
 class LineSplitter {
@@ -171,6 +174,25 @@ export async function streamChat(messages, options = {}) {
   });
   const aborted = () => Boolean(signal && signal.aborted);
   const assembler = new EventAssembler(resume ? String(resume.lastEventId ?? "0") : "");
+  // The connection's own abort: at once for a plain answer; for a resumable one only
+  // after the server was asked to stop it (or STOP_WAIT_MS later, whatever happens).
+  const connection = new AbortController();
+  let stopSent = false;
+  const sendStop = () => {
+    if (stopSent || state.streamId === null) return;
+    stopSent = true;
+    fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { method: "DELETE", headers, keepalive: true }).catch(() => {});
+  };
+  state.stopIfAsked = () => { if (aborted()) sendStop(); }; // once meta names the stream
+  if (signal) {
+    const onAbort = () => {
+      if (!(resumable || resume)) return connection.abort();
+      sendStop();
+      setTimeout(() => connection.abort(), STOP_WAIT_MS);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }
 
   const open = (init) => {
     if (state.streamId === null) {
@@ -178,13 +200,13 @@ export async function streamChat(messages, options = {}) {
         method: "POST",
         headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
         body: JSON.stringify({ ...extra, ...(resumable ? { resumable: true } : {}), messages }),
-        signal,
+        signal: connection.signal,
         cache: "no-store",
       });
     }
     const again = { accept: "text/event-stream", ...headers };
     if (assembler.lastEventId) again["last-event-id"] = assembler.lastEventId;
-    return fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { headers: again, signal, cache: "no-store", ...init });
+    return fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { headers: again, signal: connection.signal, cache: "no-store", ...init });
   };
 
   let outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted });
@@ -199,12 +221,8 @@ export async function streamChat(messages, options = {}) {
     outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted, reconnecting: true });
     if (assembler.lastEventId !== progress) failures = 0; // it got further: count afresh
   }
-  if (aborted() && state.streamId !== null && (resumable || resume)) {
-    // Leaving does not stop a resumable answer; this does. keepalive: it outlives the page.
-    fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { method: "DELETE", headers, keepalive: true }).catch(() => {});
-    return ending("cancelled");
-  }
-  return outcome;
+  connection.abort(); // whatever is left of the connection (a no-op once it has ended)
+  return aborted() ? ending("cancelled") : outcome;
 }
 
 function sleep(ms, signal) {
@@ -262,10 +280,11 @@ async function readOnce({ response, error }, state, ending, assembler, options) 
         state.requestId = typeof data.request_id === "string" ? data.request_id : state.requestId;
         state.model = typeof data.model === "string" ? data.model : null;
         if (typeof data.stream_id === "string") state.streamId = data.stream_id;
+        state.stopIfAsked?.();
         onMeta(data);
         return null;
       case "delta":
-        if (typeof data.text !== "string") return null;
+        if (typeof data.text !== "string" || aborted()) return null; // nothing after Stop
         state.text += data.text;
         state.chunks += 1;
         onDelta(data.text, state.text);

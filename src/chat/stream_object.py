@@ -53,6 +53,8 @@ SCHEMA = (
 )
 # Events a reader gets per pull: bounds what one replay holds in memory at once.
 PAGE_SIZE = 256
+# How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
+STOP_WAIT_S = 2.0
 
 
 def _js_object(value: dict[str, Any]) -> Any:
@@ -89,7 +91,7 @@ class ChatStream(DurableObject):
                 params = url.searchParams
                 return self._read(int(str(params.get("after"))), str(params.get("format")), params.get("active") == "1")
             if path == "/events" and method == "DELETE":
-                return self._stop_request()
+                return await self._stop_request()
         except ApiError as error:
             return _json_response(error.status, {"code": error.code, "message": error.message, "headers": error.headers})
         return _json_response(404, {"code": "not_found"})
@@ -119,9 +121,9 @@ class ChatStream(DurableObject):
         if self._relay is not None:
             # A new turn of the same chat: the answer still being made is stopped, and its
             # terminal event stored, before the new one takes the storage over.
-            ended = self._relay_ended
-            self._relay.stop("stopped")
-            await asyncio.wait({ended}, timeout=1)
+            relay = self._relay
+            relay.stop("stopped")
+            await asyncio.wait({relay.settled, self._relay_ended}, timeout=STOP_WAIT_S, return_when=asyncio.ALL_COMPLETED)
         model, upstream = await start_model_stream(
             self.env.AI, order["inputs"], config, request_id, self._keep_alive
         )
@@ -183,13 +185,18 @@ class ChatStream(DurableObject):
         log("chat_resumable_interrupted", request_id=state["request_id"], events=int(last))
         self._finish_row()
 
-    def _stop_request(self) -> Any:
+    async def _stop_request(self) -> Any:
         state = self._state()
         if state is None:
             raise ApiError(404, "stream_not_found", "")
         if self._relay is not None:
             log("chat_resumable_stopped", request_id=state["request_id"])
-            self._relay.stop("stopped")
+            relay = self._relay
+            relay.stop("stopped")
+            # Answered once the model's pipe has settled, its cancel sent: a request in
+            # flight keeps that work going (locally, a cancel of the model's stream with
+            # nothing in flight was seen never to reach it).
+            await asyncio.wait({relay.settled, self._relay_ended}, timeout=STOP_WAIT_S, return_when=asyncio.ALL_COMPLETED)
         elif state["live"]:
             self._interrupted(state)
         return _json_response(204)
@@ -267,10 +274,15 @@ class ChatStream(DurableObject):
         self._keep_alive(self.ctx.storage.setAlarm(round(at_seconds * 1000)))
 
     def _keep_alive(self, work: Any) -> None:
-        # A Durable Object lives on between requests: holding the task is enough.
+        # The object lives on between requests, but the work (the answer's pipe, above all)
+        # is tied to the request that began it: waitUntil keeps that request's context
+        # open until the work is done, so a cancel of the model's stream still reaches it
+        # after the first reader has gone (without it, locally, it was seen not to).
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        proxy = create_proxy(task)
+        self.ctx.waitUntil(proxy)
+        task.add_done_callback(lambda done: (self._tasks.discard(done), proxy.destroy()))
 
 
 class _Sink:

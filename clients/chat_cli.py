@@ -2,7 +2,7 @@
 """Ask the chat Worker one question and print the answer while it streams.
 
     python clients/chat_cli.py [--url URL] [--history FILE.json] [--cancel-after N]
-                               [--timeout S] [--raw] [--token T] "question"
+                               [--timeout S] [--raw | --resume] [--token T] "question"
 
 stdout gets the answer text as it arrives, plus a final newline when the text did not
 end with one; so `... > answer.txt` keeps just the answer. stderr gets exactly one status
@@ -19,6 +19,11 @@ before the status line, as `error: MESSAGE (request ID[, retry after S s])`. Exi
 means bad usage or an unreadable --history file. `chars` counts Unicode code points.
 --timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
 --token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
+
+--resume asks for a resumable answer: when the connection drops (or no event comes for
+--timeout seconds) the client reconnects with Last-Event-ID and goes on where it left off,
+up to RESUME_ATTEMPTS times in a row, and the status line ends with `resumed=K`, the
+number of reconnections. With --cancel-after the answer is stopped on the server (DELETE).
 """
 
 from __future__ import annotations
@@ -26,13 +31,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import codecs
+import dataclasses
 import io
 import json
 import os
 import re
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -45,6 +51,8 @@ MAX_ERROR_BODY = 64 * 1024
 LINE_END = re.compile(r"\r\n|\r|\n")
 
 EXIT_COMPLETE, EXIT_USAGE, EXIT_CANCELLED, EXIT_STREAM_ERROR = 0, 2, 3, 4
+RESUME_ATTEMPTS = 5  # reconnections in a row without a new event before giving up
+RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
 
 class TextSink(Protocol):
@@ -78,6 +86,8 @@ class EventStreamParser:
         self._skip_lf = False  # the previous chunk ended in CR: a leading LF is its pair
         self._type = ""
         self._data: list[str] = []
+        self.last_event_id = ""  # the id of the last event dispatched (`id:` fields)
+        self._pending_id: str | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Raises MalformedStream when a line grows past the cap."""
@@ -113,7 +123,9 @@ class EventStreamParser:
     def _line(self, line: str) -> Event | None:
         if not line:
             event = Event(type=self._type or "message", data="\n".join(self._data)) if self._data else None
-            self._type, self._data = "", []
+            if event is not None and self._pending_id is not None:
+                self.last_event_id = self._pending_id  # counts once its event is complete
+            self._type, self._data, self._pending_id = "", [], None
             return event
         if line.startswith(":"):
             return Event(type=":", data=line[1:].strip())
@@ -124,7 +136,9 @@ class EventStreamParser:
             self._type = value
         elif field == "data":
             self._data.append(value)
-        return None  # id, retry and unknown fields: nothing this client uses
+        elif field == "id" and "\0" not in value:
+            self._pending_id = value
+        return None  # retry and unknown fields: nothing this client uses
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,14 +150,17 @@ class Outcome:
     message: str | None = None
     request_id: str | None = None
     retry_after: str | None = None
+    resumed: int | None = None  # reconnections, with --resume
 
     @property
     def status_line(self) -> str:
         if self.kind == "complete":
-            return f"complete chunks={self.chunks} chars={self.chars}"
-        if self.kind == "cancelled":
-            return f"cancelled after {self.chunks} chunks"
-        return f"stream_error: {self.code}"
+            line = f"complete chunks={self.chunks} chars={self.chars}"
+        elif self.kind == "cancelled":
+            line = f"cancelled after {self.chunks} chunks"
+        else:
+            line = f"stream_error: {self.code}"
+        return line if self.resumed is None else f"{line} resumed={self.resumed}"
 
     @property
     def exit_code(self) -> int:
@@ -158,6 +175,7 @@ class AnswerReader:
         self.chunks = 0
         self.chars = 0
         self.request_id: str | None = None
+        self.stream_id: str | None = None  # a resumable answer's name, from `meta`
 
     def take(self, event: Event) -> tuple[str, Outcome | None]:
         text, outcome = self._interpret(event)
@@ -186,6 +204,8 @@ class ProtocolReader(AnswerReader):
             raise MalformedStream("an event's data is not an object")
         if event.type == "meta" and isinstance(data.get("request_id"), str):
             self.request_id = data["request_id"]
+            if isinstance(data.get("stream_id"), str):
+                self.stream_id = data["stream_id"]
         elif event.type == "delta" and isinstance(data.get("text"), str):
             return data["text"], None
         elif event.type == "done":
@@ -278,10 +298,11 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
 
 async def ask(
     url: str, messages: list[dict[str, str]], *, out: TextSink, raw: bool = False, token: str | None = None,
-    cancel_after: int | None = None, timeout: float | None = None,
+    cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
 ) -> Outcome:
     """Stream one answer to `out`; returns how it ended. Never raises for network or
     server behaviour."""
+    base = url.rstrip("/")
     path = "/api/chat/raw" if raw else "/api/chat"
     headers = {"accept": "text/event-stream", "content-type": "application/json"}
     if token:
@@ -289,24 +310,67 @@ async def ask(
     reader: AnswerReader = RawReader() if raw else ProtocolReader()
     parser = EventStreamParser()
     deadline = Deadline(timeout)
+    body: dict[str, Any] = {"messages": messages, **({"resumable": True} if resume else {})}
     # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
     async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
-        request = client.build_request("POST", url.rstrip("/") + path, json={"messages": messages}, headers=headers)
-        try:
-            response = await deadline.wait(client.send(request, stream=True))
-        except TimedOut:
-            return reader.outcome("error", code="timeout")
-        except httpx.TransportError as error:
-            return reader.outcome("error", code="connection_failed", message=type(error).__name__)
-        try:
-            reader.request_id = response.headers.get("x-request-id")
-            if response.status_code != 200:
-                return await http_error(response, deadline)
-            if not response.headers.get("content-type", "").startswith("text/event-stream"):
-                return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
-            return await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
-        finally:
-            await response.aclose()
+        request = client.build_request("POST", base + path, json=body, headers=headers)
+
+        async def stop_on_server() -> None:
+            # Leaving does not stop a resumable answer: this does, sent while the
+            # connection is still open (the stop then reaches the model at once).
+            try:
+                await client.delete(f"{base}/api/chat/streams/{reader.stream_id}", headers=headers)
+            except httpx.TransportError:
+                pass  # nobody reading: the server stops it after its grace period
+
+        on_cancel = stop_on_server if resume else None
+        outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
+        resumed = failures = 0
+        while resume and outcome.code in ("truncated", "timeout", "connection_failed") and reader.stream_id and failures < RESUME_ATTEMPTS:
+            # The connection dropped: come back after the last event that arrived whole.
+            await asyncio.sleep(RESUME_BACKOFF_S[failures])
+            resumed, failures = resumed + 1, failures + 1
+            events_before = reader.chunks, parser.last_event_id
+            parser = _resumed_parser(parser.last_event_id)
+            deadline.restart()
+            headers_again = {**headers, "last-event-id": parser.last_event_id}
+            request = client.build_request("GET", f"{base}/api/chat/streams/{reader.stream_id}", headers=headers_again)
+            outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
+            if (reader.chunks, parser.last_event_id) != events_before:
+                failures = 0  # progress: the attempts count again from here
+    if resume:
+        outcome = dataclasses.replace(outcome, resumed=resumed)
+    return outcome
+
+
+def _resumed_parser(last_event_id: str) -> EventStreamParser:
+    parser = EventStreamParser()
+    parser.last_event_id = last_event_id
+    return parser
+
+
+async def _exchange(
+    client: httpx.AsyncClient, request: httpx.Request, parser: EventStreamParser, reader: AnswerReader,
+    deadline: Deadline, out: TextSink, cancel_after: int | None, on_cancel: Callable[[], Awaitable[None]] | None = None,
+) -> Outcome:
+    try:
+        response = await deadline.wait(client.send(request, stream=True))
+    except TimedOut:
+        return reader.outcome("error", code="timeout")
+    except httpx.TransportError as error:
+        return reader.outcome("error", code="connection_failed", message=type(error).__name__)
+    try:
+        reader.request_id = reader.request_id or response.headers.get("x-request-id")
+        if response.status_code != 200:
+            return await http_error(response, deadline)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
+        outcome = await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        if outcome.kind == "cancelled" and on_cancel is not None and reader.stream_id:
+            await on_cancel()
+        return outcome
+    finally:
+        await response.aclose()
 
 
 async def _read_answer(
@@ -389,7 +453,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--history", type=Path, metavar="FILE.json", help="earlier turns, sent before the question")
     parser.add_argument("--cancel-after", type=positive_int, metavar="N", help="leave after N chunks of text")
     parser.add_argument("--timeout", type=positive_float, metavar="S", help="give up when no event comes for S seconds")
-    parser.add_argument("--raw", action="store_true", help="read /api/chat/raw (Workers AI's own frames)")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--raw", action="store_true", help="read /api/chat/raw (Workers AI's own frames)")
+    modes.add_argument("--resume", action="store_true", help="a resumable answer: reconnect where it left off on a drop")
     parser.add_argument("--token", default=os.environ.get("CHAT_TOKEN"), help="bearer token (default: $CHAT_TOKEN)")
     return parser.parse_args(argv)
 
@@ -409,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
     writer = _TrackingWriter(sys.stdout)
     outcome = asyncio.run(ask(
         args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
-        token=args.token, cancel_after=args.cancel_after, timeout=args.timeout,
+        token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
     ))
     if writer.needs_newline:
         sys.stdout.write("\n")

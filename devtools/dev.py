@@ -110,6 +110,8 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")
     parser.add_argument("--ai-stamp-tokens", action="store_true", help="tokens carry their send time (latency benchmarks)")
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
+    parser.add_argument("--persist-to", metavar="DIR",
+                        help="keep Durable Object state in DIR across runs (default: a fresh directory per run)")
     parser.add_argument("--rate-limit", type=int, metavar="N",
                         help="chat requests per client per the binding's period (60 s); 0 = no limiter binding")
     return parser
@@ -143,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         "--config", str(worker_file), "--config", str(emulator_file),
         "--ip", args.ip, "--port", str(args.port),
         "--inspector-port", str(free_port()),
-        "--persist-to", str(run_dir / "state"),
+        "--persist-to", args.persist_to or str(run_dir / "state"),
         "--show-interactive-dev-session=false",
         "--live-reload=false",
     ]

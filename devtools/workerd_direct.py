@@ -61,6 +61,7 @@ from devtools.dev import BUNDLE, DEV_FLAGS, EMULATOR_NAME, argument_parser, emul
 WORKERD = Path(os.environ.get("WORKERD_REAL_PATH", ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"))
 BUNDLE_DIR = Path(os.environ.get("PYODIDE_BUNDLE_DIR", BUNDLE.parent))
 RATE_LIMITER_NAME = "rate-limiter"
+DO_STORAGE_NAME = "durable-object-storage"
 RATE_LIMITER_DIR = ROOT / "devtools" / "rate_limiter"
 RATE_LIMITER_MODULE = "rate-limiter:binding"  # an internal extension module: wrapped bindings need one
 READY_TIMEOUT_S = 120.0
@@ -68,7 +69,7 @@ READY_TIMEOUT_S = 120.0
 # wrangler.toml keys that declare bindings this launcher has no stand-in for: a Worker that
 # needs one must not start as if it were complete.
 UNSUPPORTED_BINDINGS = (
-    "kv_namespaces", "d1_databases", "r2_buckets", "services", "durable_objects", "queues",
+    "kv_namespaces", "d1_databases", "r2_buckets", "services", "queues",
     "hyperdrive", "vectorize", "analytics_engine_datasets", "browser", "send_email",
     "workflows", "dispatch_namespaces", "mtls_certificates", "secrets_store_secrets",
     "images", "pipelines", "version_metadata", "unsafe",
@@ -132,7 +133,7 @@ def service_binding(name: str, service: str) -> str:
     return f"(name = {capnp_string(name)}, service = {capnp_string(service)})"
 
 
-def worker(modules: list[tuple[str, str, str]], date: str, flags: list[str], bindings: list[str]) -> str:
+def worker(modules: list[tuple[str, str, str]], date: str, flags: list[str], bindings: list[str], extra: str = "") -> str:
     module_list = ",\n".join(f"      (name = {capnp_string(name)}, {kind} = {capnp_string(source)})" for name, kind, source in modules)
     return (
         "(\n"
@@ -140,8 +141,29 @@ def worker(modules: list[tuple[str, str, str]], date: str, flags: list[str], bin
         f"    compatibilityDate = {capnp_string(date)},\n"
         f"    compatibilityFlags = [{', '.join(capnp_string(flag) for flag in flags)}],\n"
         f"    bindings = [{', '.join(bindings)}],\n"
+        f"{extra}"
         "  )"
     )
+
+
+def durable_objects(production: dict[str, Any]) -> tuple[list[str], str]:
+    """The Worker's Durable Object bindings and the worker fields declaring their classes
+    (SQLite-backed when a migration says so), stored on DO_STORAGE_NAME's disk."""
+    declared = production.get("durable_objects", {}).get("bindings", [])
+    if not declared:
+        return [], ""
+    if any("script_name" in entry for entry in declared):
+        raise SystemExit("wrangler.toml binds a Durable Object of another Worker; this launcher serves its own only")
+    sqlite = {name for migration in production.get("migrations", []) for name in migration.get("new_sqlite_classes", [])}
+    bindings = [f"(name = {capnp_string(entry['name'])}, durableObjectNamespace = (className = {capnp_string(entry['class_name'])}))"
+                for entry in declared]
+    namespaces = ", ".join(
+        f"(className = {capnp_string(name)}, uniqueKey = {capnp_string(production['name'] + '-' + name)}"
+        f"{', enableSql = true' if name in sqlite else ''})"
+        for name in sorted({entry["class_name"] for entry in declared})
+    )
+    extra = f"    durableObjectNamespaces = [{namespaces}],\n    durableObjectStorage = (localDisk = {capnp_string(DO_STORAGE_NAME)}),\n"
+    return bindings, extra
 
 
 def rate_limit_settings(production: dict[str, Any], rate_limit: int | None) -> tuple[str, int, int] | None:
@@ -158,8 +180,9 @@ def rate_limit_settings(production: dict[str, Any], rate_limit: int | None) -> t
     return limiter["name"], simple["limit"] if rate_limit is None else rate_limit, simple["period"]
 
 
-def workerd_config(production: dict[str, Any], args: argparse.Namespace) -> str:
-    """The workerd configuration (Cap'n Proto text) for wrangler.toml and the launcher's options.
+def workerd_config(production: dict[str, Any], args: argparse.Namespace, storage: Path = ROOT / ".dev" / "direct-state") -> str:
+    """The workerd configuration (Cap'n Proto text) for wrangler.toml and the launcher's
+    options; Durable Objects keep their state in the directory `storage`.
 
     Raises SystemExit when wrangler.toml declares a binding this launcher cannot serve.
     """
@@ -178,9 +201,11 @@ def workerd_config(production: dict[str, Any], args: argparse.Namespace) -> str:
         # counting service over RPC once per limit().
         inner = service_binding("counter", RATE_LIMITER_NAME)
         bindings.append(f"(name = {capnp_string(limiter[0])}, wrapped = (moduleName = {capnp_string(RATE_LIMITER_MODULE)}, innerBindings = [{inner}]))")
+    object_bindings, object_fields = durable_objects(production)
+    bindings += object_bindings
     emulator_vars = emulator_config(args, date)["vars"]  # the emulator's settings, as dev.py gives them
     services = [
-        ("main", worker(worker_modules(main), date, flags, bindings)),
+        ("main", worker(worker_modules(main), date, flags, bindings, object_fields)),
         (EMULATOR_NAME, worker([module(ROOT / "ai_emulator" / "emulator.js")], date, [],
                                [binding(key, value) for key, value in emulator_vars.items()])),
     ]
@@ -192,6 +217,8 @@ def workerd_config(production: dict[str, Any], args: argparse.Namespace) -> str:
         source = (RATE_LIMITER_DIR / "binding.js").read_text(encoding="utf-8")
         extensions = f" extensions = [(modules = [(name = {capnp_string(RATE_LIMITER_MODULE)}, internal = true, esModule = {capnp_string(source)})])],\n"
     service_list = ",\n".join(f"  (name = {capnp_string(name)}, worker = {body})" for name, body in services)
+    if object_fields:
+        service_list += f",\n  (name = {capnp_string(DO_STORAGE_NAME)}, disk = (path = {capnp_string(str(storage))}, writable = true))"
     flags_given = getattr(args, "v8_flag", [])
     v8_flags = f" v8Flags = [{', '.join(capnp_string(flag) for flag in flags_given)}],\n" if flags_given else ""
     address = f"{args.ip}:{args.port}"
@@ -266,15 +293,17 @@ def launcher_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = launcher_args(argv)
     production = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8"))
-    config = workerd_config(production, args)
     if args.print_config:
-        sys.stdout.write(config)
+        sys.stdout.write(workerd_config(production, args))
         return 0
     if not (BUNDLE_DIR / BUNDLE.name).is_file() or not WORKERD.is_file():
         print("workerd_direct: the local runtime is not set up; run `make setup` first", file=sys.stderr)
         return 1
     (ROOT / ".dev").mkdir(exist_ok=True)
     run_dir = Path(tempfile.mkdtemp(prefix="direct-", dir=ROOT / ".dev"))
+    storage = Path(args.persist_to) if args.persist_to else run_dir / "state"
+    storage.mkdir(parents=True, exist_ok=True)
+    config = workerd_config(production, args, storage.resolve())
     config_file = run_dir / "workerd.capnp"
     config_file.write_text(config, encoding="utf-8")
     # --experimental: the development flag is experimental. --control-fd: workerd reports the

@@ -33,6 +33,10 @@ function authHeaders() {
 // The settled turns sent as context with each request. Only complete answers are added:
 // a stopped, failed or cut-off answer stays on screen but is not sent back to the model.
 const conversation = [];
+// Answers are resumable (docs/protocol.md): a dropped connection reconnects where it left
+// off, and a reload picks up an answer still being written. The conversation and the
+// answer in progress are kept in sessionStorage (this tab only) for that.
+const SAVED = "chat-page-v1";
 const turnOf = new WeakMap(); // assistant message element -> {turn, userItem} it answers
 let active = null; // {controller} while an answer streams
 let retryTimer = null; // the countdown of a rate-limited Retry
@@ -123,6 +127,7 @@ function showNotice(item, text, { quiet = false, requestId = null, retry = false
   if (retry) notice.append(retryButton(item, retryAfter));
   item.append(notice);
   scrollToEnd();
+  return notice;
 }
 
 function retryButton(item, waitSeconds) {
@@ -158,14 +163,50 @@ function retryButton(item, waitSeconds) {
 async function send(text) {
   const turn = { role: "user", content: text };
   conversation.push(turn);
+  save();
   const userItem = addMessage("user", text);
   const assistantItem = addMessage("assistant", "");
   turnOf.set(assistantItem, { turn, userItem });
   await answer(assistantItem);
 }
 
-/** Streams the answer to the conversation as it is into `item` (also used by Retry). */
-async function answer(item) {
+function save(pending = null) {
+  try {
+    sessionStorage.setItem(SAVED, JSON.stringify({ conversation, pending }));
+  } catch {
+    // Storage full or disabled: the page works on, it only cannot resume after a reload.
+  }
+}
+
+/** After a reload: the saved turns again, and the answer in progress read from its start. */
+function restore() {
+  let saved;
+  try {
+    saved = JSON.parse(sessionStorage.getItem(SAVED) || "null");
+  } catch {
+    saved = null;
+  }
+  if (!saved || !Array.isArray(saved.conversation)) return;
+  for (const turn of saved.conversation) {
+    if (typeof turn?.content !== "string" || !["user", "assistant"].includes(turn.role)) return;
+  }
+  conversation.push(...saved.conversation);
+  let lastUser = null;
+  for (const turn of conversation) {
+    const item = addMessage(turn.role, turn.content);
+    if (turn.role === "user") lastUser = { turn, item };
+  }
+  const pending = saved.pending;
+  if (pending && typeof pending.streamId === "string" && lastUser && conversation.at(-1) === lastUser.turn) {
+    const assistantItem = addMessage("assistant", "");
+    turnOf.set(assistantItem, { turn: lastUser.turn, userItem: lastUser.item });
+    answer(assistantItem, { streamId: pending.streamId, lastEventId: "0" });
+  }
+}
+
+/** Streams the answer to the conversation as it is into `item` (also used by Retry);
+ * with `resume`, reads an answer already being made instead of asking for a new one. */
+async function answer(item, resume = null) {
   clearRetries();
   const controller = new AbortController();
   active = { controller };
@@ -181,12 +222,29 @@ async function answer(item) {
   const outcome = await streamChat(conversation.slice(), {
     signal: controller.signal,
     headers: authHeaders(),
+    resumable: true,
+    resume,
     onMeta: (meta) => {
       item.dataset.requestId = meta.request_id;
       modelLine.textContent = meta.model;
     },
+    onStream: ({ streamId }) => {
+      if (item.dataset.streamId !== streamId) save({ streamId });
+      item.dataset.streamId = streamId;
+    },
+    onReconnecting: () => {
+      item.dataset.state = "reconnecting";
+      if (!item.querySelector(".notice.reconnecting")) {
+        showNotice(item, "Connection lost. Reconnecting…", { quiet: true }).classList.add("reconnecting");
+      }
+      statusLine.textContent = "Reconnecting.";
+    },
     onDelta: (piece) => {
       const follow = nearEnd();
+      if (item.dataset.state === "reconnecting") {
+        item.querySelector(".notice.reconnecting")?.remove();
+        statusLine.textContent = "The assistant is answering.";
+      }
       item.dataset.state = "streaming";
       text.appendData(piece); // a text node: markup in model output stays text
       if (follow) scrollToEnd(true);
@@ -198,10 +256,13 @@ async function answer(item) {
   });
 
   active = null;
+  item.querySelector(".notice.reconnecting")?.remove();
+  if (outcome.resumed) item.dataset.resumed = String(outcome.resumed);
   item.dataset.state = "settled";
   item.dataset.outcome = outcome.kind;
   setStreaming(false);
   settle(item, outcome);
+  save();
   if (document.activeElement === document.body || document.activeElement === stopButton) input.focus();
 }
 
@@ -287,9 +348,10 @@ function fitInput() {
 }
 input.addEventListener("input", fitInput);
 
+// Stop stops the answer on the server too (chat-stream.js sends DELETE).
 stopButton.addEventListener("click", () => active?.controller.abort());
 
-// Leaving the page stops generation upstream instead of letting the model write to no one.
-window.addEventListener("pagehide", () => active?.controller.abort());
-
+// Leaving the page does not stop the answer: a reload picks it up. One nobody comes back
+// for is stopped by the Worker after RESUME_GRACE_MS (60 s by default).
+restore();
 input.focus();

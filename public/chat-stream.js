@@ -18,6 +18,18 @@
 //   {kind: "truncated", text, chunks, requestId}                    the body ended (or broke)
 //                                                                   with no terminal event
 //   {kind: "cancelled", text, chunks, requestId}                    the signal aborted it
+// Every outcome also has `streamId` (null unless resumable) and `resumed` (reconnections).
+//
+// Resumable answers (docs/protocol.md, "Resumable answers"): with `resumable: true` the
+// answer is made on the server whoever reads it. When the connection drops, streamChat
+// reconnects with Last-Event-ID (up to `reconnectDelays.length` times in a row, calling
+// `onReconnecting(attempt)` before each) and goes on where it left off; only when that
+// fails is the outcome "truncated". Aborting the signal stops the answer on the server
+// (DELETE, sent while the connection is still open, so that the stop reaches the model
+// and the stream ends with its own `stopped` event; text after the abort is not passed
+// on, and the outcome is "cancelled"). `onStream({streamId, lastEventId})` reports where the answer stands after each
+// event, so a page can pick it up after a reload with `resume: {streamId, lastEventId}`
+// (no POST: the answer is read from after lastEventId, "0" for the start).
 // `status` is the HTTP status (200 for an `error` event); `retryAfter` is the seconds a 429
 // asks to wait, or null. Codes made up by this module, not the server: `network_error`
 // (no response), `http_error` (a non-200 without our JSON body), `unexpected_response`
@@ -25,6 +37,7 @@
 // a line over `maxLineLength`).
 
 const DEFAULT_MAX_LINE = 1024 * 1024; // the Worker's own cap per upstream line
+const STOP_WAIT_MS = 3000; // how long a stopped resumable answer may take to end by itself
 
 /** A line splitter for the event-stream format: CR, LF and CRLF all end a line. */
 class LineSplitter {
@@ -69,17 +82,21 @@ class MalformedStream extends Error {}
 
 /** Turns event-stream lines into {type, data} events and comments (WHATWG rules). */
 class EventAssembler {
-  constructor() {
+  constructor(lastEventId = "") {
     this.type = "";
     this.data = [];
+    this.id = null; // the `id` field of the event being read
+    this.lastEventId = lastEventId; // the id of the last complete event
   }
 
   /** Returns an event when `line` completes one, a {comment} for a comment line, or null. */
   line(line) {
     if (line === "") {
       const event = this.data.length ? { type: this.type || "message", data: this.data.join("\n") } : null;
+      if (event && this.id !== null) this.lastEventId = this.id; // counts once its event is whole
       this.type = "";
       this.data = [];
+      this.id = null;
       return event;
     }
     if (line.charCodeAt(0) === 58 /* ":" */) return { comment: line.slice(1).trim() };
@@ -89,7 +106,8 @@ class EventAssembler {
     if (value.charCodeAt(0) === 32) value = value.slice(1);
     if (field === "event") this.type = value;
     else if (field === "data") this.data.push(value);
-    // id and retry are never sent by the Worker; unknown fields are ignored (rule 3).
+    else if (field === "id" && !value.includes("\0")) this.id = value; // resumable answers
+    // retry is never sent by the Worker; unknown fields are ignored (rule 3).
     return null;
   }
 }
@@ -133,37 +151,112 @@ export async function streamChat(messages, options = {}) {
   if (!Array.isArray(messages)) throw new TypeError("messages must be an array");
   const {
     url = "/api/chat",
+    streamsUrl = `${url}/streams`,
     signal,
     headers = {},
     extra = {}, // more request fields, e.g. {max_tokens: 200}
+    resumable = false,
+    resume = null, // {streamId, lastEventId}: read an answer already being made, no POST
+    reconnectDelays = [250, 500, 1000, 2000],
     maxLineLength = DEFAULT_MAX_LINE,
     onMeta = () => {},
     onDelta = () => {},
     onReasoning = () => {},
     onPing = () => {},
+    onReconnecting = () => {},
+    onStream = () => {},
   } = options;
 
-  const state = { text: "", chunks: 0, requestId: null, model: null };
+  const state = { text: "", chunks: 0, requestId: null, model: null, streamId: resume?.streamId ?? null, resumed: 0 };
   const ending = (kind, fields = {}) => ({
-    kind, text: state.text, chunks: state.chunks, requestId: state.requestId, ...fields,
+    kind, text: state.text, chunks: state.chunks, requestId: state.requestId,
+    streamId: state.streamId, resumed: state.resumed, ...fields,
   });
   const aborted = () => Boolean(signal && signal.aborted);
+  const assembler = new EventAssembler(resume ? String(resume.lastEventId ?? "0") : "");
+  // The connection's own abort: at once for a plain answer; for a resumable one only
+  // after the server was asked to stop it (or STOP_WAIT_MS later, whatever happens).
+  const connection = new AbortController();
+  let stopSent = false;
+  const sendStop = () => {
+    if (stopSent || state.streamId === null) return;
+    stopSent = true;
+    fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { method: "DELETE", headers, keepalive: true }).catch(() => {});
+  };
+  state.stopIfAsked = () => { if (aborted()) sendStop(); }; // once meta names the stream
+  if (signal) {
+    const onAbort = () => {
+      if (!(resumable || resume)) return connection.abort();
+      sendStop();
+      setTimeout(() => connection.abort(), STOP_WAIT_MS);
+    };
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  }
 
-  let response;
+  const open = (init) => {
+    if (state.streamId === null) {
+      return fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
+        body: JSON.stringify({ ...extra, ...(resumable ? { resumable: true } : {}), messages }),
+        signal: connection.signal,
+        cache: "no-store",
+      });
+    }
+    const again = { accept: "text/event-stream", ...headers };
+    if (assembler.lastEventId) again["last-event-id"] = assembler.lastEventId;
+    return fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { headers: again, signal: connection.signal, cache: "no-store", ...init });
+  };
+
+  let outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted });
+  let failures = 0;
+  while (outcome.kind === "truncated" && !outcome.gone && state.streamId !== null && (resumable || resume) && failures < reconnectDelays.length) {
+    const progress = assembler.lastEventId;
+    await sleep(reconnectDelays[failures], signal);
+    if (aborted()) break;
+    failures += 1;
+    state.resumed += 1;
+    onReconnecting(state.resumed);
+    outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted, reconnecting: true });
+    if (assembler.lastEventId !== progress) failures = 0; // it got further: count afresh
+  }
+  connection.abort(); // whatever is left of the connection (a no-op once it has ended)
+  return aborted() ? ending("cancelled") : outcome;
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => { clearTimeout(timer); resolve(); }, { once: true });
+  });
+}
+
+/** The response of `open()`, or the error it failed with. */
+async function attempt(open) {
   try {
-    response = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json", accept: "text/event-stream", ...headers },
-      body: JSON.stringify({ ...extra, messages }),
-      signal,
-      cache: "no-store",
-    });
-  } catch {
+    return { response: await open() };
+  } catch (error) {
+    return { error };
+  }
+}
+
+/** Reads one response's events into `state`; resolves to the outcome of that response. */
+async function readOnce({ response, error }, state, ending, assembler, options) {
+  const { maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted, reconnecting = false } = options;
+  if (error !== undefined) {
     if (aborted()) return ending("cancelled");
+    // A reconnection that cannot reach the server is a drop that lasts: try again.
+    if (reconnecting) return ending("truncated");
     return ending("error", { status: 0, code: "network_error", message: "Could not reach the server.", retryAfter: null });
   }
-  state.requestId = response.headers.get("x-request-id");
-  if (!response.ok) return { ...ending("error"), ...(await errorFromResponse(response)) };
+  state.requestId = state.requestId ?? response.headers.get("x-request-id");
+  if (!response.ok) {
+    // A reconnection refused for a passing reason (a 5xx on the way) is tried again; a
+    // 404 means the answer is gone, which is what the text so far says: truncated.
+    if (reconnecting) return response.status >= 500 ? ending("truncated") : ending("truncated", { gone: true });
+    return { ...ending("error"), ...(await errorFromResponse(response)) };
+  }
   const contentType = response.headers.get("content-type") || "";
   if (!contentType.startsWith("text/event-stream") || !response.body) {
     response.body?.cancel().catch(() => {});
@@ -173,8 +266,6 @@ export async function streamChat(messages, options = {}) {
   const reader = response.body.getReader();
   const decoder = new TextDecoder("utf-8"); // replaces invalid bytes with U+FFFD, never throws
   const splitter = new LineSplitter(maxLineLength);
-  const assembler = new EventAssembler();
-
   // Handles one complete event; returns the outcome when it is terminal, else null.
   const handle = (event) => {
     let data;
@@ -188,10 +279,12 @@ export async function streamChat(messages, options = {}) {
       case "meta":
         state.requestId = typeof data.request_id === "string" ? data.request_id : state.requestId;
         state.model = typeof data.model === "string" ? data.model : null;
+        if (typeof data.stream_id === "string") state.streamId = data.stream_id;
+        state.stopIfAsked?.();
         onMeta(data);
         return null;
       case "delta":
-        if (typeof data.text !== "string") return null;
+        if (typeof data.text !== "string" || aborted()) return null; // nothing after Stop
         state.text += data.text;
         state.chunks += 1;
         onDelta(data.text, state.text);
@@ -223,6 +316,7 @@ export async function streamChat(messages, options = {}) {
         continue;
       }
       const outcome = handle(event);
+      if (state.streamId !== null && assembler.lastEventId) onStream({ streamId: state.streamId, lastEventId: assembler.lastEventId });
       if (outcome) return outcome;
     }
     return null;

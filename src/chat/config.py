@@ -34,6 +34,8 @@ class Config:
     # OPENAI_SYSTEM_MESSAGES: "accept" (a client's system messages on /v1/chat/completions
     # follow SYSTEM_PROMPT) or "refuse" (a 400, as on /api/chat).
     openai_system_messages: bool = True
+    resume_grace_ms: int = 60_000  # a resumable answer nobody reads for this long is stopped
+    resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
 
     @property
     def timeouts(self) -> Timeouts:
@@ -95,6 +97,8 @@ class Config:
             padding=integer("PADDING", cls.padding, 0),
             auth_token=read("AUTH_TOKEN") or None,
             openai_system_messages=choice("OPENAI_SYSTEM_MESSAGES", {"accept": True, "refuse": False}, "accept"),
+            resume_grace_ms=integer("RESUME_GRACE_MS", cls.resume_grace_ms, 1),
+            resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")

@@ -22,7 +22,7 @@ from sse import (
     UIMessageStreamEncoder,
 )
 
-from . import http
+from . import http, resumable
 from .api_errors import ApiError
 from .collect import collect
 from .config import Config, ConfigError
@@ -79,6 +79,8 @@ async def _read_payload(edge: JsEdge, config: Config) -> Any:
 async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_chat(await _read_payload(edge, config), config)
+    if turn.resumable:
+        return await _chat_resumable(edge, exchange, config, turn, resumable.reader_format(exchange.request.header("accept")))
     encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.request.header("accept")) else SSEEncoder()
     return await _stream(edge, exchange, config, turn, encoder, route="chat")
 
@@ -86,12 +88,16 @@ async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
 async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_ui_chat(await _read_payload(edge, config), config)
+    if turn.resumable:
+        return await _chat_resumable(edge, exchange, config, turn, "ui")
     return await _stream(edge, exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat")
 
 
 async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_chat(await _read_payload(edge, config), config)
+    if turn.resumable:
+        raise ApiError("invalid_request", "resumable: /api/chat/raw passes the model's stream through; use /api/chat.", param="resumable")
     model, upstream = await _start_model(edge, exchange, config, turn)
     log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
     # Untouched: workerd pipes the model's bytes to the client natively. If the model stream
@@ -100,6 +106,26 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
     # JS to catch that would still end in an errored body (the same line), or in a clean
     # close that a pass-through client could not tell from a finished answer.
     return exchange.reply(upstream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
+
+
+async def _chat_resumable(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, format: str) -> Reply:
+    body, headers = await resumable.start(edge.env, config, turn, request_id=exchange.request_id, format=format)
+    return exchange.reply(body, 200, headers)
+
+
+async def stream_reader(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """GET: a reader of a resumable answer (204: a UI chat with none in progress);
+    DELETE: stop it."""
+    request = exchange.request
+    target = (admitted.route.name, admitted.key or "")
+    if request.method == "DELETE":
+        await resumable.stop(edge.env, target[1])
+        return exchange.reply(None, 204)
+    found = await resumable.read(edge.env, target, last_event_id=request.header("last-event-id"), accept=request.header("accept"))
+    if found is None:
+        return exchange.reply(None, 204)
+    body, headers = found
+    return exchange.reply(body, 200, headers)
 
 
 async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
@@ -159,4 +185,6 @@ HANDLERS: dict[str, Handler] = {
     "ui-chat": ui_chat,
     "openai-chat": openai_chat,
     "openai-models": openai_models,
+    "chat-stream": stream_reader,
+    "ui-chat-stream": stream_reader,
 }

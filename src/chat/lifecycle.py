@@ -123,6 +123,13 @@ class StreamLifecycle:
         """The `upstream_malformed` frame for an answer longer than its reader can hold."""
         return self._sent(self._reframer.fail("upstream_malformed"), now)
 
+    def stop(self, now: float, code: str) -> bytes:
+        """The terminal `error` frame for an answer ended on the server's side (a stop
+        request, nobody reading), unless the stream is over already."""
+        if self.over:
+            return b""
+        return self._sent(self._reframer.fail(code), now)
+
     def client_left(self) -> None:
         self._client_gone = True
 

@@ -16,6 +16,7 @@ settlement is observed and the terminal frame enqueued before the readable close
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -53,6 +54,9 @@ class StreamRelay:
         self._tick_proxy: Any = None
         self._timer: Any = None
         self._closed = False
+        # Resolved once the upstream's pipe has settled (ended, failed, or cancelled by our
+        # own ending): whoever stops the answer can wait for the cancel to be on its way.
+        self.settled: asyncio.Future[None] = asyncio.get_event_loop().create_future()
 
     def readable(self) -> Any:
         """Start relaying; returns the ReadableStream to use as the Response body."""
@@ -110,6 +114,14 @@ class StreamRelay:
             # pipe cancel the upstream, so nothing it does afterwards changes anything.
             self._terminate()
 
+    def stop(self, code: str) -> None:
+        """End the answer now with the terminal `error` frame `code`; the pipe then cancels
+        the upstream, as after [DONE]."""
+        if self._closed or self._lifecycle.over:
+            return
+        self._send(self._lifecycle.stop(time.monotonic(), code))
+        self._terminate()
+
     def _on_cancel(self, _reason: Any) -> None:
         # The client went away: the pipe now cancels the upstream (generation stops).
         self._lifecycle.client_left()
@@ -150,6 +162,8 @@ class StreamRelay:
             log(event, **self._log_fields, **fields)
         finally:
             self._close()
+            if not self.settled.done():
+                self.settled.set_result(None)
 
     # --- plumbing -----------------------------------------------------------------------
 

@@ -23,6 +23,13 @@ class Route:
     methods: tuple[str, ...]
 
 
+# The resumable answers' paths, each with an id in it (http.stream_path reads them).
+STREAM_ROUTES: dict[str, Route] = {
+    "chat-stream": Route(name="chat-stream", methods=("GET", "DELETE")),  # /api/chat/streams/{stream_id}
+    "ui-chat-stream": Route(name="ui-chat-stream", methods=("GET",)),  # /api/ui-chat/{chat_id}/stream
+}
+
+
 ROUTES: dict[str, Route] = {
     "/health": Route(name="health", methods=("GET", "HEAD")),
     "/api/chat": Route(name="chat", methods=("POST",)),
@@ -39,11 +46,13 @@ OPENAI_PREFIX = "/v1/"
 @dataclass(frozen=True, kw_only=True)
 class Admitted:
     """A request its handler may serve: `token` is the valid bearer token when the Worker
-    requires one (the rate limiter's key), else None."""
+    requires one (the rate limiter's key), else None; `key` is the id in the path of a
+    resumable answer's route, as sent (its handler checks it)."""
 
     route: Route
     config: Config
     token: str | None
+    key: str | None = None
 
 
 def admit(exchange: Exchange, read_config: Callable[[], Config]) -> Admitted | Reply:
@@ -58,8 +67,12 @@ def admit(exchange: Exchange, read_config: Callable[[], Config]) -> Admitted | R
     if request.path.startswith(OPENAI_PREFIX):
         exchange.render_error = openai_error_body
     route = ROUTES.get(request.path)
+    key = None
     if route is None:
-        raise ApiError("not_found")
+        target = http.stream_path(request.path)
+        if target is None:
+            raise ApiError("not_found")
+        route, key = STREAM_ROUTES[target[0]], target[1]
     if route.name == "health" and request.method in route.methods:
         return exchange.json({"status": "ok"})
     config = read_config()
@@ -72,7 +85,7 @@ def admit(exchange: Exchange, read_config: Callable[[], Config]) -> Admitted | R
     if request.method not in route.methods:
         raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.",
                        headers={"allow": ", ".join((*route.methods, "OPTIONS"))})
-    return Admitted(route=route, config=config, token=authorize(request.header("authorization"), config))
+    return Admitted(route=route, config=config, token=authorize(request.header("authorization"), config), key=key)
 
 
 def authorize(authorization: str | None, config: Config) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from .api_errors import ApiError, invalid_request
 from .config import Config
 
 ROLES = ("user", "assistant")
+MAX_CHAT_ID_CHARS = 128
 MAX_TEMPERATURE = 5.0
 
 # What counts as blank content: ECMAScript's WhiteSpace and LineTerminator (what `\s`
@@ -35,6 +37,8 @@ class ChatTurn:
     max_tokens: int
     temperature: float | None
     options: tuple[tuple[str, float | int], ...] = ()
+    resumable: bool = False  # produced by a Durable Object that readers can come back to
+    chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when resumable
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         # The server's prompt comes first, so a client's own system messages (where a
@@ -93,6 +97,7 @@ def _checked_turn(
         messages=checked_messages(messages, config, position=position),
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
         temperature=checked_temperature(payload.get("temperature")),
+        resumable=_resumable(payload.get("resumable")),
     )
 
 
@@ -141,6 +146,22 @@ def checked_max_tokens(value: Any, config: Config, field: str = "max_tokens") ->
     return value
 
 
+def _resumable(value: Any) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise invalid_request("resumable must be true or false.", param="resumable")
+    return value
+
+
+def is_chat_id(value: object) -> bool:
+    """An AI SDK chat id this Worker keys a resumable stream by: 1 to 128 ASCII letters,
+    digits, `-` or `_` (the SDK's generated ids are 16 such characters)."""
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CHAT_ID_CHARS or not value.isascii():
+        return False
+    return all(char.isalnum() or char in "-_" for char in value)
+
+
 def checked_number(value: Any, field: str, low: float, high: float) -> float:
     """A JSON number in [low, high] (1e400 reads as inf and is out of range)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -183,4 +204,10 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         positions.append(index)
     if not plain:
         raise invalid_request("messages holds no message with text.")
-    return _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    if not turn.resumable:
+        return turn
+    chat_id = payload.get("id")
+    if not is_chat_id(chat_id):
+        raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.", param="id")
+    return dataclasses.replace(turn, chat_id=chat_id)

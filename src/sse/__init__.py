@@ -22,6 +22,7 @@ from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import Reframer
+from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayWriter, StoredEvent, parse_event_id
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
@@ -35,23 +36,27 @@ __all__ = [
     "ErrorCode",
     "Event",
     "EventTooLargeError",
+    "EventNumberer",
     "EventReader",
     "EventStreamParser",
     "FieldValueError",
     "JSONDepthError",
     "KNOWN_FINISH_REASONS",
     "LineTooLongError",
+    "MAX_EVENT_ID_DIGITS",
     "MAX_JSON_DEPTH",
     "NDJSONEncoder",
     "OpenAIChunkEncoder",
     "OpenAICompletionEncoder",
     "ReasoningDelta",
     "ReceiveBuffer",
+    "ReplayWriter",
     "Reframer",
     "ReframerStats",
     "SSEEncoder",
     "SSEError",
     "STREAM_HEADERS",
+    "StoredEvent",
     "StreamClosedError",
     "TextDelta",
     "UIMessageStreamEncoder",
@@ -61,4 +66,5 @@ __all__ = [
     "loads_bounded",
     "openai_error",
     "openai_finish_reason",
+    "parse_event_id",
 ]

@@ -36,10 +36,13 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     # The request.
     ErrorCode(code="invalid_json", status=400, message="The request body is not valid JSON."),
     ErrorCode(code="invalid_request", status=400, message="The request is not valid."),
+    ErrorCode(code="invalid_stream_id", status=400, message="The stream id is not one this Worker gave out."),
+    ErrorCode(code="invalid_last_event_id", status=400, message="Last-Event-ID must be an event id of this stream."),
     ErrorCode(code="unauthorized", status=401, message="A valid bearer token is required."),
     ErrorCode(code="origin_not_allowed", status=403, message="This origin may not use the API."),
     ErrorCode(code="not_found", status=404, message="There is nothing at this path."),
     ErrorCode(code="model_not_found", status=404, message="This model is not served here."),
+    ErrorCode(code="stream_not_found", status=404, message="There is no answer with this id, or it has expired."),
     ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
     ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
     ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),
@@ -51,6 +54,10 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="upstream_incomplete", status=502, message="The model stream ended before it was complete.", in_stream=True),
     ErrorCode(code="upstream_malformed", status=502, message="The model stream could not be read.", in_stream=True),
     ErrorCode(code="client_timeout", status=408, message="The stream waited too long for the client to read it.", in_stream=True),
+    # Resumable answers (docs/protocol.md, "Resumable answers").
+    ErrorCode(code="stopped", status=409, message="The answer was stopped on request.", in_stream=True),
+    ErrorCode(code="abandoned", status=408, message="Nobody was reading the answer, so it was stopped.", in_stream=True),
+    ErrorCode(code="interrupted", status=503, message="The server restarted before the answer was complete.", in_stream=True),
     # The Worker itself.
     ErrorCode(code="internal_error", status=500, message="Something went wrong on our side.", in_stream=True),
 )

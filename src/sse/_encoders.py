@@ -42,6 +42,13 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _meta_payload(request_id: str, model: str, stream_id: str | None) -> dict[str, str]:
+    payload = {"request_id": request_id, "model": model}
+    if stream_id is not None:
+        payload["stream_id"] = stream_id
+    return payload
+
+
 def _done_payload(stats: ReframerStats) -> dict[str, object]:
     # "chunks" on the wire: the protocol's name for the number of delta events.
     return {
@@ -105,7 +112,8 @@ class Encoder(ABC):
         return {"content-type": self.content_type, **STREAM_HEADERS}
 
     @abstractmethod
-    def meta(self, *, request_id: str, model: str) -> str: ...
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        """The first frame; `stream_id` names a resumable answer (None: not resumable)."""
 
     @abstractmethod
     def delta(self, text: str, padding: str) -> str: ...
@@ -142,8 +150,8 @@ class SSEEncoder(Encoder):
 
     content_type = "text/event-stream; charset=utf-8"
 
-    def meta(self, *, request_id: str, model: str) -> str:
-        return f"event: meta\ndata: {_dumps({'request_id': request_id, 'model': model})}\n\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        return f"event: meta\ndata: {_dumps(_meta_payload(request_id, model, stream_id))}\n\n"
 
     def delta(self, text: str, padding: str) -> str:
         # Built by hand rather than with json.dumps: this runs once per token, and
@@ -179,8 +187,8 @@ class NDJSONEncoder(Encoder):
 
     content_type = "application/x-ndjson"
 
-    def meta(self, *, request_id: str, model: str) -> str:
-        return _dumps({"type": "meta", "request_id": request_id, "model": model}) + "\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        return _dumps({"type": "meta", **_meta_payload(request_id, model, stream_id)}) + "\n"
 
     def delta(self, text: str, padding: str) -> str:
         return f'{{"type":"delta","text":{encode_basestring(text)},"p":"{padding}"}}\n'

@@ -67,7 +67,8 @@ class _OpenAIEncoder(Encoder):
         self._id = ""
         self._model = ""
 
-    def meta(self, *, request_id: str, model: str) -> str:
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        # Not resumable: OpenAI's clients have no way to resume, so `stream_id` is unused.
         self._id = "chatcmpl-" + request_id
         self._model = model
         return ""
@@ -94,8 +95,8 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
         self._include_usage = include_usage
         self._prefix = ""
 
-    def meta(self, *, request_id: str, model: str) -> str:
-        super().meta(request_id=request_id, model=model)
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        super().meta(request_id=request_id, model=model, stream_id=stream_id)
         # Everything before `choices` is the same in every chunk: built once.
         self._prefix = (
             f'data: {{"id":"{self._id}","object":"chat.completion.chunk","created":{self._created},'

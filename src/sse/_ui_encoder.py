@@ -47,7 +47,8 @@ class UIMessageStreamEncoder(Encoder):
         self._open: str | None = None  # "text" or "reasoning": the part being streamed
         self._parts = 0
 
-    def meta(self, *, request_id: str, model: str) -> str:
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+        # A resumable UI stream is found by its chat id, so stream_id is not sent.
         self._message_id = request_id
         return _frame(
             {"type": "start", "messageId": request_id, "messageMetadata": {"model": model}}

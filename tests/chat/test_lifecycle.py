@@ -164,3 +164,14 @@ def test_an_answer_too_long_to_collect_ends_as_malformed():
     stream.chunk(frame("abc"), 100.5)
     assert error_code(stream.overflowed(101.0)) == "upstream_malformed"
     assert stream.outcome(101.0)[1]["code"] == "upstream_malformed"
+
+
+def test_a_stop_on_the_servers_side_ends_with_its_code_once_and_is_logged_as_failed():
+    stream = lifecycle()
+    stream.chunk(frame("Hi"), 101.0)
+    assert error_code(stream.stop(102.0, "stopped")) == "stopped"
+    assert stream.over
+    assert stream.stop(103.0, "abandoned") == b""
+    assert stream.upstream_ended(104.0, failed=False) == b""
+    event, fields = stream.outcome(104.0)
+    assert (event, fields["code"], fields["chunks"]) == ("chat_stream_failed", "stopped", 1)

@@ -6,8 +6,8 @@ import pytest
 
 from chat.api_errors import ApiError, binding_error_code
 from chat.config import Config, ConfigError
-from chat.http import origin_allowed, prefers_ndjson
-from chat.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.http import is_stream_id, origin_allowed, prefers_ndjson, stream_path
+from chat.validation import is_chat_id, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 
 CONFIG = Config(model="@cf/m", max_messages=3, max_input_chars=20, max_tokens=100)
 
@@ -29,6 +29,8 @@ def test_config_reads_defaults_and_lists():
         pytest.param({"MODEL": "m", "MAX_TOKENS": "many"}, "MAX_TOKENS must be an integer", id="not-int"),
         pytest.param({"MODEL": "m", "IDLE_TIMEOUT_MS": "0"}, "IDLE_TIMEOUT_MS must be at least 1", id="zero-timeout"),
         pytest.param({"MODEL": "m", "PADDING": "5000"}, "PADDING must be at most", id="huge-padding"),
+        pytest.param({"MODEL": "m", "RESUME_GRACE_MS": "0"}, "RESUME_GRACE_MS must be at least 1", id="zero-grace"),
+        pytest.param({"MODEL": "m", "RESUME_TTL_S": "soon"}, "RESUME_TTL_S must be an integer", id="ttl-not-int"),
     ],
 )
 def test_bad_configuration_names_the_entry(values, message):
@@ -196,3 +198,44 @@ def test_origins_and_paths_are_read_from_absolute_urls_like_urllib_does(url, ori
     parts = urlsplit(url)
     assert origin_of(url) == origin == f"{parts.scheme}://{parts.netloc.lower()}"
     assert path_of(url) == path == (parts.path or "/")
+
+
+@pytest.mark.parametrize(
+    ("path", "target"),
+    [
+        ("/api/chat/streams/abc", ("chat-stream", "abc")),
+        ("/api/chat/streams/", ("chat-stream", "")),
+        ("/api/chat/streams/a/b", None),
+        ("/api/ui-chat/c1/stream", ("ui-chat-stream", "c1")),
+        ("/api/ui-chat/c/1/stream", None),
+        ("/api/ui-chat/stream", None),
+        ("/api/ui-chat", None),
+        ("/api/chat", None),
+    ],
+)
+def test_the_resumable_answers_paths(path, target):
+    assert stream_path(path) == target
+
+
+def test_stream_ids_are_64_lowercase_hex_digits():
+    assert is_stream_id("0123456789abcdef" * 4)
+    assert not is_stream_id("0123456789ABCDEF" * 4) and not is_stream_id("a" * 63) and not is_stream_id("g" * 64)
+
+
+@pytest.mark.parametrize(("value", "ok"), [("aZ0-_", True), ("x" * 128, True), ("x" * 129, False), ("", False),
+                                            ("a b", False), ("é", False), ("a/b", False), (5, False), (None, False)])
+def test_chat_ids(value, ok):
+    assert is_chat_id(value) is ok
+
+
+def test_resumable_is_a_boolean_and_a_resumable_ui_chat_carries_its_chat_id():
+    messages = [{"role": "user", "content": "hi"}]
+    assert validate_chat({"messages": messages, "resumable": True}, CONFIG).resumable
+    assert not validate_chat({"messages": messages}, CONFIG).resumable
+    with pytest.raises(ApiError, match="resumable"):
+        validate_chat({"messages": messages, "resumable": 1}, CONFIG)
+    ui = [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]
+    assert validate_ui_chat({"messages": ui, "resumable": True, "id": "c1"}, CONFIG).chat_id == "c1"
+    assert validate_ui_chat({"messages": ui, "id": "c1"}, CONFIG).chat_id is None, "not resumable: the id is not kept"
+    with pytest.raises(ApiError, match="id"):
+        validate_ui_chat({"messages": ui, "resumable": True}, CONFIG)

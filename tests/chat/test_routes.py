@@ -142,3 +142,22 @@ def test_each_encoder_carries_its_response_headers():
         assert headers["cache-control"] == "no-cache, no-store, no-transform" and headers["content-encoding"] == "identity"
     assert UIMessageStreamEncoder().headers["x-vercel-ai-ui-message-stream"] == "v1"
     assert "x-vercel-ai-ui-message-stream" not in SSEEncoder().headers
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "name", "key"),
+    [
+        pytest.param("GET", "/api/chat/streams/abc", "chat-stream", "abc", id="read-an-answer"),
+        pytest.param("DELETE", "/api/chat/streams/abc", "chat-stream", "abc", id="stop-an-answer"),
+        pytest.param("GET", "/api/ui-chat/chat-1/stream", "ui-chat-stream", "chat-1", id="a-ui-chats-answer"),
+    ],
+)
+def test_the_resumable_answers_paths_carry_their_id_to_the_handler(method, path, name, key):
+    result = admitted(method, path)
+    assert isinstance(result, Admitted) and (result.route.name, result.key) == (name, key)
+
+
+def test_a_resumable_answers_path_takes_only_its_methods():
+    assert refusal("POST", "/api/chat/streams/abc").headers["allow"] == "GET, DELETE, OPTIONS"
+    assert refusal("DELETE", "/api/ui-chat/chat-1/stream").headers["allow"] == "GET, OPTIONS"
+    assert refusal("GET", "/api/chat/streams/a/b").code == "not_found"

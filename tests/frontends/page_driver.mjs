@@ -164,10 +164,16 @@ const scenarios = {
     report.pwned = await page.evaluate(() => window.__pwned);
   },
 
-  /** The first answer loses its terminal event on the way; Retry gets the whole one. */
+  /** The first answer loses its terminal event on the way and cannot be resumed (the
+   * stream route is unreachable); Retry gets the whole one. */
   async cut_off(page, report) {
     const bodies = chatBodies(page);
     report.intercepted = [];
+    report.resumeAttempts = 0;
+    await page.route("**/api/chat/streams/**", (route) => {
+      report.resumeAttempts += 1;
+      return route.abort("connectionfailed");
+    });
     await page.route("**/api/chat", async (route) => {
       if (report.intercepted.length) return route.continue();
       // The Worker always ends with a terminal event; a dropped connection is simulated by
@@ -185,6 +191,44 @@ const scenarios = {
     await waitSettled(page);
     report.retried = await answerState(page);
     report.bodies = bodies;
+  },
+
+  /** The connection drops mid-answer (the first response ends after half its deltas, with
+   * no terminal event): the page shows it is reconnecting and resumes where it left off. */
+  async resume_drop(page, report) {
+    const bodies = chatBodies(page);
+    report.resumes = [];
+    page.on("request", (request) => {
+      if (request.url().includes("/api/chat/streams/")) report.resumes.push({ method: request.method(), lastEventId: request.headers()["last-event-id"] ?? null });
+    });
+    await page.route("**/api/chat", async (route) => {
+      const response = await route.fetch();
+      const body = await response.text();
+      const frames = body.split("\n\n");
+      const kept = frames.slice(0, Math.floor(frames.length / 2)).join("\n\n") + "\n\n";
+      report.cutAfterId = kept.match(/^id: (\d+)$/gm).at(-1).slice(4);
+      await route.fulfill({ response, body: kept });
+    });
+    await recordGrowth(page);
+    await ask(page, "Will this survive a drop?");
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.resumed = await lastAnswer(page).getAttribute("data-resumed");
+    report.states = [...new Set((await page.evaluate(() => window.__growth)).map((sample) => sample.state))];
+    report.bodies = bodies;
+  },
+
+  /** A reload while the answer is being written: the page picks it up and finishes it. */
+  async reload(page, report) {
+    await ask(page, "Tell me a long story.");
+    await waitForFirstText(page);
+    report.before = await answerState(page);
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.afterReloadUserMessages = await page.locator("li.message.user .content").allTextContents();
+    await waitSettled(page);
+    report.after = await answerState(page);
+    report.assistantMessages = await page.locator("li.message.assistant").count();
   },
 
   /** A turn over the Worker's body limit: the 413 is explained and the text comes back. */

@@ -54,14 +54,61 @@ const routes = {
     response.writeHead(502, { "content-type": "text/html" });
     response.end("<html>Bad gateway</html>");
   },
+  // A resumable answer whose first connection drops after two deltas; its stream route
+  // serves the rest after the Last-Event-ID it is given, and records what it was asked.
+  async "/drop/api/chat"(response, request) {
+    resumeLog.push({ method: request.method, path: "/api/chat", body: await bodyOf(request) });
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.end(RESUMABLE_EVENTS.slice(0, 3).join(""));
+  },
+  async "/drop/api/chat/streams/s-1"(response, request) {
+    const after = Number(request.headers["last-event-id"] ?? 0);
+    resumeLog.push({ method: request.method, path: "/api/chat/streams/s-1", lastEventId: request.headers["last-event-id"] ?? null });
+    if (request.method === "DELETE") return response.writeHead(204).end();
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.end(RESUMABLE_EVENTS.slice(after).join(""));
+  },
+  async "/gone/api/chat"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.end(RESUMABLE_EVENTS.slice(0, 2).join(""));
+  },
+  async "/gone/api/chat/streams/s-1"(response) {
+    response.writeHead(404, { "content-type": "application/json" });
+    response.end(JSON.stringify({ error: { code: "stream_not_found", message: "gone" }, request_id: "r-9" }));
+  },
+  async "/stop/api/chat"(response, request) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.write(RESUMABLE_EVENTS.slice(0, 2).join(""));
+    request.on("close", () => {});
+  },
+  async "/stop/api/chat/streams/s-1"(response, request) {
+    resumeLog.push({ method: request.method, path: "/stop/api/chat/streams/s-1" });
+    response.writeHead(204).end();
+  },
   async "/garbled"(response) {
     response.writeHead(200, { "content-type": "text/event-stream" });
     response.end("event: delta\ndata: {not json\n\n");
   },
 };
 
+const withId = (id, type, data) => `id: ${id}\n` + event(type, data);
+const RESUMABLE_EVENTS = [
+  withId(1, "meta", { request_id: "r-8", model: "m", stream_id: "s-1" }),
+  withId(2, "delta", { text: "one ", p: "" }),
+  withId(3, "delta", { text: "two ", p: "" }),
+  ": ping\n\n",
+  withId(4, "delta", { text: "three", p: "" }),
+  withId(5, "done", { finish_reason: "stop", usage: null, chunks: 3, chars: 13, skipped: 0 }),
+];
+const resumeLog = [];
+const bodyOf = (request) => new Promise((resolve) => {
+  let text = "";
+  request.on("data", (chunk) => { text += chunk; });
+  request.on("end", () => resolve(JSON.parse(text)));
+});
+
 async function observe(url, options = {}) {
-  const seen = { deltas: [], metas: [], reasoning: [], pings: 0 };
+  const seen = { deltas: [], metas: [], reasoning: [], pings: 0, reconnecting: [] };
   const outcome = await streamChat([{ role: "user", content: options.question ?? "hi" }], {
     url,
     signal: options.signal,
@@ -69,6 +116,10 @@ async function observe(url, options = {}) {
     onDelta: (text) => seen.deltas.push(text),
     onReasoning: (text) => seen.reasoning.push(text),
     onPing: () => { seen.pings += 1; },
+    resumable: options.resumable,
+    reconnectDelays: [10, 10],
+    onReconnecting: (attempt) => seen.reconnecting.push(attempt),
+    onStream: (where) => { seen.lastStream = where; },
   });
   return { ...outcome, seen };
 }
@@ -76,8 +127,9 @@ async function observe(url, options = {}) {
 async function main() {
   const [workerUrl, question] = process.argv.slice(2);
   const server = createServer((request, response) => {
-    request.resume();
-    routes[new URL(request.url, "http://x").pathname](response);
+    const route = routes[new URL(request.url, "http://x").pathname];
+    if (route.length < 2) request.resume(); // routes that read the request take it whole
+    route(response, request);
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   const base = `http://127.0.0.1:${server.address().port}`;
@@ -97,6 +149,17 @@ async function main() {
     results.proxyError = await observe(base + "/proxy-error");
     results.garbled = await observe(base + "/garbled");
     results.nobody = await observe("http://127.0.0.1:9/api/chat");
+    results.workerResumable = await observe(workerUrl + "/api/chat", { question, resumable: true });
+    results.dropped = await observe(base + "/drop/api/chat", { resumable: true });
+    results.dropped.log = resumeLog.splice(0);
+    results.gone = await observe(base + "/gone/api/chat", { resumable: true });
+    const stopper = new AbortController();
+    const stopped = observe(base + "/stop/api/chat", { resumable: true, signal: stopper.signal });
+    await sleep(200);
+    stopper.abort();
+    results.stopped = await stopped;
+    await sleep(200);
+    results.stopped.log = resumeLog.splice(0);
   } finally {
     server.closeAllConnections();
     server.close();

@@ -75,3 +75,32 @@ def test_http_errors_give_the_json_code_and_retry_after_or_a_generic_http_error(
 
 def test_data_that_is_not_json_is_a_malformed_stream_error(results):
     assert (results["garbled"]["kind"], results["garbled"]["code"]) == ("error", "malformed_stream")
+
+
+def test_a_resumable_answer_from_the_worker_names_its_stream_and_needs_no_reconnection(results):
+    outcome = results["workerResumable"]
+    assert outcome["kind"] == "complete" and outcome["text"] == expected_answer(QUESTION)
+    assert len(outcome["streamId"]) == 64 and outcome["resumed"] == 0
+    assert outcome["seen"]["lastStream"]["streamId"] == outcome["streamId"]
+    assert int(outcome["seen"]["lastStream"]["lastEventId"]) == outcome["chunks"] + 2  # meta and done
+
+
+def test_a_dropped_resumable_answer_reconnects_after_its_last_event_and_completes(results):
+    outcome = results["dropped"]
+    assert outcome["kind"] == "complete" and outcome["text"] == "one two three"
+    assert outcome["resumed"] == 1 and outcome["seen"]["reconnecting"] == [1]
+    assert outcome["seen"]["deltas"] == ["one ", "two ", "three"], "nothing twice, nothing missing"
+    first, again = outcome["log"]
+    assert first["body"]["resumable"] is True
+    assert again == {"method": "GET", "path": "/api/chat/streams/s-1", "lastEventId": "3"}
+
+
+def test_a_resumable_answer_that_is_gone_is_truncated_after_one_try(results):
+    outcome = results["gone"]
+    assert outcome["kind"] == "truncated" and outcome["text"] == "one " and outcome["resumed"] == 1
+
+
+def test_stopping_a_resumable_answer_deletes_it_on_the_server(results):
+    outcome = results["stopped"]
+    assert outcome["kind"] == "cancelled"
+    assert outcome["log"] == [{"method": "DELETE", "path": "/stop/api/chat/streams/s-1"}]

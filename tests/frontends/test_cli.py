@@ -208,3 +208,84 @@ def test_raw_mode_reports_truncated_when_the_upstream_breaks_before_done(start_r
     runtime = start_runtime(FAILING)
     result = run_cli("--url", runtime.url, "--raw", QUESTION)
     assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: truncated", "Hello\n")
+
+
+# --- a resumable answer over a connection that drops ---------------------------------------
+
+
+class CuttingProxy:
+    """A TCP proxy to the runtime that cuts the first connection after `cut_after` bytes of
+    response (after its headers), mid-answer, and passes every later one through."""
+
+    def __init__(self, target_port: int, cut_after: int) -> None:
+        import socket
+
+        self._target_port = target_port
+        self._cut_after = cut_after
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.connections = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            self.connections += 1
+            upstream = socket.create_connection(("127.0.0.1", self._target_port))
+            limit = self._cut_after if self.connections == 1 else None
+            threading.Thread(target=self._pipe, args=(client, upstream, None), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, limit), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source, target, limit: int | None) -> None:
+        sent = 0
+        try:
+            while data := source.recv(4096):
+                target.sendall(data)
+                sent += len(data)
+                if limit is not None and sent >= limit:
+                    break
+        except OSError:
+            pass
+        for end in (source, target):
+            try:
+                end.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_resume_reconnects_after_a_drop_and_prints_the_whole_answer_once(start_runtime):
+    runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
+    proxy = CuttingProxy(runtime.port, cut_after=1500)  # headers, meta and a few deltas
+    try:
+        result = run_cli("--url", f"http://127.0.0.1:{proxy.port}", "--resume", "--timeout", "10", QUESTION)
+    finally:
+        proxy.close()
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == expected_answer(QUESTION) + ("" if expected_answer(QUESTION).endswith("\n") else "\n")
+    assert result.status.startswith("complete chunks=") and result.status.endswith(" resumed=1")
+    assert proxy.connections == 2
+    assert sum(record["event"] == "ai_run" for record in runtime.records(mark)) == 1
+
+
+def test_resume_with_cancel_after_stops_the_answer_on_the_server(start_runtime):
+    runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
+    result = run_cli("--url", runtime.url, "--resume", "--cancel-after", "2", QUESTION)
+    assert (result.exit_code, result.status) == (3, "cancelled after 2 chunks resumed=0")
+    runtime.wait_for_record("chat_resumable_stopped", since=mark)
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+
+
+def test_resume_and_raw_cannot_go_together():
+    result = run_cli("--url", "http://127.0.0.1:9", "--resume", "--raw", QUESTION)
+    assert result.exit_code == 2 and "not allowed with" in result.stderr

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.runtime.scripts import done_frame, echo, error, native_frame, scripted_options, send, sleep, usage_frame
+from tests.runtime.scripts import done_frame, echo, error, native_frame, script, scripted_options, send, sleep, usage_frame
 
 STEP_MS = 100
 
@@ -21,14 +21,24 @@ def expected_answer(question: str) -> str:
     return f'You asked: "{question}".\n\n' + "".join(STORY)
 
 
+def story_steps(step_ms: int) -> list[dict]:
+    return (
+        [native_frame('You asked: "'), echo(), native_frame('".\n\n')]
+        + [step for piece in STORY for step in (sleep(step_ms), native_frame(piece))]
+        + [usage_frame(9, 17), done_frame()]
+    )
+
+
 # Echoes the question (so markup in it comes back as model output), then the story, one
 # piece every STEP_MS: about 1.3 s from the first text to `done`. At most three messages
 # a conversation, so the CLI's history test can show its history is sent (the page's
-# longest conversation has three).
+# longest conversation has three). LONG_STORY, asked by the tests that stop or reload
+# mid-answer, takes about 4 s, so that on a loaded machine the stop still lands while the
+# model is writing.
+LONG_STORY = "Tell me a long story."
 SLOW_ANSWER = scripted_options(
-    [native_frame('You asked: "'), echo(), native_frame('".\n\n')]
-    + [step for piece in STORY for step in (sleep(STEP_MS), native_frame(piece))]
-    + [usage_frame(9, 17), done_frame()],
+    story_steps(STEP_MS),
+    prompts={LONG_STORY: script(story_steps(3 * STEP_MS))},
     variables={"MAX_MESSAGES": "3"},
 )
 MAX_MESSAGES = 3

@@ -17,6 +17,7 @@ class Event:
     name: str
     data: dict[str, Any] | None
     at: float
+    id: str | None = None  # the SSE `id:` field, or NDJSON's `id` member (resumable answers)
 
 
 @dataclass
@@ -48,16 +49,20 @@ def parse_sse(buffer: str, result: ChatResult, now: float) -> str:
     """Consume complete events from `buffer` (LF line ends, as the Worker writes)."""
     while "\n\n" in buffer:
         block, buffer = buffer.split("\n\n", 1)
-        name, data_lines = "message", []
+        name, data_lines, event_id = "message", [], None
         for line in block.split("\n"):
             if line.startswith(":"):
                 result.comments.append(line[1:].strip())
             elif line.startswith("event: "):
                 name = line[len("event: "):]
+            elif line.startswith("id: "):
+                event_id = line[len("id: "):]
             elif line.startswith("data: "):
                 data_lines.append(line[len("data: "):])
         if data_lines:
-            result.events.append(Event(name, json.loads("\n".join(data_lines)), now))
+            data = "\n".join(data_lines)
+            value = {"done_marker": True} if data == "[DONE]" else json.loads(data)  # the AI SDK's end
+            result.events.append(Event(name, value, now, event_id))
     return buffer
 
 
@@ -69,15 +74,18 @@ async def chat(
     path: str = "/api/chat",
     headers: dict[str, str] | None = None,
     leave_after_deltas: int | None = None,
+    leave_after_events: int | None = None,
     content: bytes | None = None,
+    method: str = "POST",
 ) -> ChatResult:
-    """POST a chat turn and read the whole answer (or leave after N deltas)."""
+    """POST a chat turn and read the whole answer (or leave after N deltas, or N events).
+    With method="GET", read a resumable answer at `path` instead."""
     kwargs: dict[str, Any] = {"headers": headers or {}}
     if content is not None:
         kwargs["content"] = content
-    else:
+    elif method == "POST":
         kwargs["json"] = {"messages": USER} if payload is None else payload
-    async with http.stream("POST", url + path, **kwargs) as response:
+    async with http.stream(method, url + path, **kwargs) as response:
         result = ChatResult(response.status_code, response.headers)
         streaming = response.headers.get("content-type", "").startswith("text/event-stream") and path != "/api/chat/raw"
         ndjson = response.headers.get("content-type", "").startswith("application/x-ndjson")
@@ -93,7 +101,10 @@ async def chat(
                 while "\n" in buffer:
                     line, buffer = buffer.split("\n", 1)
                     record = json.loads(line)
-                    result.events.append(Event(record.pop("type"), record, now))
+                    event_id = record.pop("id", None)
+                    result.events.append(Event(record.pop("type"), record, now, None if event_id is None else str(event_id)))
             if leave_after_deltas is not None and sum(e.name == "delta" for e in result.events) >= leave_after_deltas:
+                break
+            if leave_after_events is not None and len(result.events) >= leave_after_events:
                 break
     return result

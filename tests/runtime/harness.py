@@ -76,6 +76,7 @@ class RuntimeOptions:
     # that compare with production. It takes its own free port and names it when ready.
     workerd_direct: bool = False
     v8_flags: tuple[str, ...] = ()  # workerd_direct only: V8 flags for every isolate
+    persist_to: str | None = None  # Durable Object state kept here, across runtimes
 
 
 @dataclass
@@ -129,6 +130,8 @@ class LocalRuntime:
         for key, value in self.options.variables:
             command += ["--var", f"{key}:{value}"]
         command += [f"--v8-flag={flag}" for flag in self.options.v8_flags]
+        if self.options.persist_to is not None:
+            command += ["--persist-to", self.options.persist_to]
         self._process = subprocess.Popen(
             command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             encoding="utf-8", errors="replace", start_new_session=True,

@@ -154,6 +154,9 @@ def test_every_error_code_has_a_generic_message() -> None:
         "upstream_malformed",
         "client_timeout",
         "internal_error",
+        "stopped",
+        "abandoned",
+        "interrupted",
     }
     for message in ERROR_MESSAGES.values():
         assert message.endswith(".") and "Traceback" not in message

@@ -64,3 +64,35 @@ async def test_a_failing_upstream_reaches_the_ai_sdk_as_an_error_chunk(start_run
     assert "error" in read["chunks"] and "finish" not in read["chunks"]
     assert read["errors"] and "generation_failed" in read["errors"][0]
     assert "secret provider detail" not in json.dumps(read)
+
+
+RESUMER = Path(__file__).with_name("resume_with_ai_sdk.mjs")
+
+
+async def test_the_ai_sdk_resumes_a_dropped_answer_of_a_chat_and_finds_none_once_it_finished(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=60, ai_reply_tokens=60))
+    messages = ui_messages("Resume me")
+    uninterrupted = read_with_ai_sdk(runtime.url, messages)
+    mark = len(runtime.lines)
+    env = dict(os.environ, PATH=f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        ["node", str(RESUMER), runtime.url + "/api/ui-chat", "chat-resume-1", json.dumps(messages), "4"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    read = json.loads(result.stdout.strip().splitlines()[-1])
+    assert read["before"][:2] == ["start", "text-start"] and len(read["before"]) == 4
+    assert read["resumed"] and read["errors"] == []
+    assert read["text"] == uninterrupted["text"] and read["chunks"][-1] == "finish"
+    assert read["afterFinish"] is False, "a finished answer is no longer in progress (204)"
+    assert sum(r["event"] == "ai_run" for r in runtime.records(mark)) == 1
+    none = await http.get(runtime.url + "/api/ui-chat/never-used/stream")
+    assert none.status_code == 204
+
+
+async def test_a_resumable_ui_chat_needs_its_chat_id(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    response = await http.post(runtime.url + "/api/ui-chat", json={"messages": ui_messages("hi"), "resumable": True})
+    assert response.status_code == 400 and "id" in response.json()["error"]["message"]
+    bad = await http.post(runtime.url + "/api/ui-chat", json={"messages": ui_messages("hi"), "resumable": True, "id": "a/b"})
+    assert bad.status_code == 400

@@ -1,0 +1,227 @@
+"""Resumable answers in the real runtime: a Python Durable Object makes the answer, stores
+its events, and any reader picks it up from any Last-Event-ID (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+
+import httpx
+import pytest
+
+from tests.runtime.client import USER, ChatResult, chat
+from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
+from tests.runtime.scripts import scripted_options
+
+RESUMABLE = {"messages": USER, "resumable": True}
+# Paced so a test can leave, come back and stop an answer while it is being written.
+PACED = RuntimeOptions(ai_pace=60, ai_reply_tokens=60)
+
+
+def stream_path(result: ChatResult) -> str:
+    meta = result.events[0]
+    assert meta.name == "meta" and meta.id == "1", result.names[:3]
+    return f"/api/chat/streams/{meta.data['stream_id']}"
+
+
+async def resume(http: httpx.AsyncClient, runtime: LocalRuntime, path: str, last_id: str | None = None, **kwargs) -> ChatResult:
+    headers = kwargs.pop("headers", {})
+    if last_id is not None:
+        headers["last-event-id"] = last_id
+    return await chat(http, runtime.url, path=path, method="GET", headers=headers, **kwargs)
+
+
+def ids(result: ChatResult) -> list[int]:
+    return [int(event.id) for event in result.events if event.id is not None]
+
+
+def ai_runs(runtime: LocalRuntime, since: int) -> int:
+    return sum(record["event"] == "ai_run" for record in runtime.records(since))
+
+
+async def test_an_uninterrupted_resumable_answer_is_the_plain_answer_with_ids(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    plain = await chat(http, runtime.url)
+    resumable = await chat(http, runtime.url, RESUMABLE)
+    assert resumable.status == 200 and resumable.headers["content-type"].startswith("text/event-stream")
+    assert resumable.text == plain.text
+    assert resumable.names == plain.names
+    assert ids(resumable) == list(range(1, len(resumable.events) + 1)), "every event has an id, in order"
+    meta = resumable.events[0].data
+    assert meta["request_id"] == resumable.headers["x-request-id"] and len(meta["stream_id"]) == 64
+
+
+@pytest.mark.parametrize("leave_after", [1, 20, "last"], ids=["first", "middle", "last"])
+async def test_a_reader_that_drops_resumes_after_its_last_event_and_misses_nothing(start_runtime, http, leave_after):
+    runtime = start_runtime(PACED)
+    plain = await chat(http, runtime.url)
+    mark = len(runtime.lines)
+    first = await chat(http, runtime.url, RESUMABLE, leave_after_events=None if leave_after == "last" else leave_after)
+    if leave_after == "last":
+        first.events.pop()  # as if the connection dropped just before the terminal event arrived
+    rest = await resume(http, runtime, stream_path(first), first.events[-1].id)
+    joined = first.events + rest.events
+    assert "".join(e.data["text"] for e in joined if e.name == "delta") == plain.text
+    assert [int(e.id) for e in joined] == list(range(1, len(joined) + 1)), "no id twice, none missing"
+    assert [e.name for e in joined if e.name in ("done", "error")] == ["done"] and joined[-1].name == "done"
+    runtime.wait_for_record("chat_stream_completed", since=mark)
+    assert ai_runs(runtime, mark) == 1, "resuming never starts a second generation"
+
+
+async def test_a_finished_answer_is_replayed_whole_and_two_readers_see_the_same_events(start_runtime, http):
+    runtime = start_runtime(PACED)
+    mark = len(runtime.lines)
+    first = await chat(http, runtime.url, RESUMABLE, leave_after_events=3)
+    path = stream_path(first)
+    second, third = await asyncio.gather(resume(http, runtime, path), resume(http, runtime, path))
+    assert [(e.id, e.name, e.data) for e in second.events] == [(e.id, e.name, e.data) for e in third.events]
+    assert second.terminal.name == "done" and ids(second)[0] == 1
+    replay = await resume(http, runtime, path, "")  # after the end, from the start (empty id: none)
+    assert [(e.id, e.data) for e in replay.events] == [(e.id, e.data) for e in second.events]
+    assert ai_runs(runtime, mark) == 1
+
+
+async def test_ndjson_readers_get_the_same_events_with_ids(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    sse = await chat(http, runtime.url, RESUMABLE)
+    ndjson = await resume(http, runtime, stream_path(sse), "2", headers={"accept": "application/x-ndjson"})
+    assert ndjson.headers["content-type"] == "application/x-ndjson"
+    assert [(e.id, e.name, e.data) for e in ndjson.events] == [(e.id, e.name, e.data) for e in sse.events[2:]]
+
+
+async def test_delete_stops_the_generation_and_every_reader_gets_one_stopped_event(start_runtime, http):
+    runtime = start_runtime(PACED)
+    mark = len(runtime.lines)
+    first = await chat(http, runtime.url, RESUMABLE, leave_after_events=2)
+    path = stream_path(first)
+    reading = asyncio.create_task(resume(http, runtime, path))
+    await asyncio.sleep(0.3)
+    stopped = await http.delete(runtime.url + path)
+    assert stopped.status_code == 204
+    other = await reading
+    assert other.terminal.name == "error" and other.terminal.data["code"] == "stopped"
+    assert [e.name for e in other.events].count("error") == 1 and "done" not in other.names
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert not any(r["event"] == "ai_upstream_finished" for r in runtime.records(mark))
+    again = await resume(http, runtime, path)
+    assert again.terminal.data["code"] == "stopped" and ids(again) == list(range(1, len(again.events) + 1))
+    assert (await http.delete(runtime.url + path)).status_code == 204, "stopping a stopped answer changes nothing"
+
+
+async def test_an_answer_nobody_reads_is_stopped_after_the_grace_period(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=20, ai_reply_tokens=400, variables=(("RESUME_GRACE_MS", "1000"),)))
+    mark = len(runtime.lines)
+    first = await chat(http, runtime.url, RESUMABLE, leave_after_events=2)
+    runtime.wait_for_record("chat_resumable_abandoned", since=mark, timeout=10)
+    cancelled = runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+    assert cancelled["pulls"] < 100, "the generation stopped about a second after the reader left"
+    later = await resume(http, runtime, stream_path(first))
+    assert later.terminal.name == "error" and later.terminal.data["code"] == "abandoned"
+
+
+async def test_a_reader_that_comes_back_within_the_grace_period_keeps_the_answer_going(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=40, ai_reply_tokens=80, variables=(("RESUME_GRACE_MS", "1500"),)))
+    first = await chat(http, runtime.url, RESUMABLE, leave_after_events=2)
+    await asyncio.sleep(0.8)
+    rest = await resume(http, runtime, stream_path(first), first.events[-1].id)
+    assert rest.terminal.name == "done"
+
+
+async def test_a_finished_answer_expires_after_its_ttl(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, variables=(("RESUME_TTL_S", "1"),)))
+    mark = len(runtime.lines)
+    result = await chat(http, runtime.url, RESUMABLE)
+    path = stream_path(result)
+    assert (await resume(http, runtime, path)).terminal.name == "done"
+    runtime.wait_for_record("chat_resumable_expired", since=mark, timeout=15)
+    gone = await http.get(runtime.url + path)
+    assert gone.status_code == 404 and gone.json()["error"]["code"] == "stream_not_found"
+    assert (await http.delete(runtime.url + path)).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("path", "headers", "code"),
+    [
+        ("/api/chat/streams/not-an-id", {}, "invalid_stream_id"),
+        ("/api/chat/streams/" + "a" * 64, {}, "invalid_stream_id"),  # well-formed, not ours
+        ("/api/chat/streams/" + "A" * 64, {}, "invalid_stream_id"),
+        ("/api/ui-chat/bad%20id/stream", {}, "invalid_stream_id"),
+        ("/api/ui-chat/" + "x" * 129 + "/stream", {}, "invalid_stream_id"),
+    ],
+)
+async def test_malformed_ids_are_400(start_runtime, http, path, headers, code):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    response = await http.get(runtime.url + path, headers=headers)
+    assert response.status_code == 400 and response.json()["error"]["code"] == code
+
+
+@pytest.mark.parametrize("last_event_id", ["x", "-1", "1" * 16, "1.5", "1 2", "٣".encode()])
+async def test_malformed_last_event_ids_are_400(start_runtime, http, last_event_id):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    result = await chat(http, runtime.url, RESUMABLE)
+    response = await http.get(runtime.url + stream_path(result), headers={"last-event-id": last_event_id})
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_last_event_id"
+
+
+async def test_a_last_event_id_past_the_end_gives_nothing_but_the_end(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    result = await chat(http, runtime.url, RESUMABLE)
+    later = await resume(http, runtime, stream_path(result), "999999")
+    assert later.status == 200 and later.events == []
+
+
+async def test_start_errors_are_still_http_statuses_and_bad_flags_are_400(start_runtime, http):
+    runtime = start_runtime(scripted_options([], fail_start="3040: Capacity temporarily exceeded"))
+    limited = await http.post(runtime.url + "/api/chat", json=RESUMABLE)
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "rate_limited"
+    assert "retry-after" in limited.headers
+    bad = await http.post(runtime.url + "/api/chat", json={"messages": USER, "resumable": "yes"})
+    assert bad.status_code == 400 and "resumable" in bad.json()["error"]["message"]
+    raw = await http.post(runtime.url + "/api/chat/raw", json=RESUMABLE)
+    assert raw.status_code == 400
+
+
+async def test_auth_and_cors_cover_the_stream_routes(start_runtime, http):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, variables=(("AUTH_TOKEN", "sesame"),)))
+    token = {"authorization": "Bearer sesame"}
+    result = await chat(http, runtime.url, RESUMABLE, headers=token)
+    path = stream_path(result)
+    for method in ("GET", "DELETE"):
+        denied = await http.request(method, runtime.url + path)
+        assert denied.status_code == 401, method
+    ui = await http.get(runtime.url + "/api/ui-chat/chat1/stream")
+    assert ui.status_code == 401
+    origin = {"origin": "https://app.example"}
+    preflight = await http.options(runtime.url + path, headers={**origin, "access-control-request-method": "DELETE"})
+    assert preflight.status_code == 204
+    assert "DELETE" in preflight.headers["access-control-allow-methods"]
+    assert "last-event-id" in preflight.headers["access-control-allow-headers"]
+    allowed = await resume(http, runtime, path, headers={**token, **origin})
+    assert allowed.status == 200 and allowed.headers["access-control-allow-origin"] == "https://app.example"
+    assert (await http.post(runtime.url + path, headers=token)).status_code == 405
+
+
+async def test_a_restart_mid_answer_ends_the_stored_events_with_one_interrupted_error(runtime_pool, http):
+    state = tempfile.mkdtemp(prefix="resume-state-", dir=ROOT / ".dev")
+    options = RuntimeOptions(ai_pace=30, ai_reply_tokens=300, persist_to=state)
+    try:
+        before = LocalRuntime(options).start()
+        try:
+            first = await chat(http, before.url, RESUMABLE, leave_after_events=5)
+        finally:
+            before.stop()
+        after = LocalRuntime(options).start()
+        try:
+            mark = len(after.lines)
+            rest = await resume(http, after, stream_path(first))
+            assert [e.data for e in rest.events[:5]] == [e.data for e in first.events]
+            assert rest.terminal.name == "error" and rest.terminal.data["code"] == "interrupted"
+            assert [e.name for e in rest.events].count("error") == 1
+            assert ids(rest) == list(range(1, len(rest.events) + 1))
+            after.wait_for_record("chat_resumable_interrupted", since=mark)
+            assert not after.crash_lines() and not before.crash_lines()
+        finally:
+            after.stop()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

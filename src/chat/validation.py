@@ -166,7 +166,9 @@ def checked_number(value: Any, field: str, low: float, high: float) -> float:
     """A JSON number in [low, high] (1e400 reads as inf and is out of range)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise invalid_request(f"{field} must be a number.", param=field)
-    if not math.isfinite(value) or not low <= value <= high:
+    # An int is compared as it is: math.isfinite() would convert it to a float, which
+    # raises OverflowError for one of hundreds of digits (valid JSON).
+    if (isinstance(value, float) and not math.isfinite(value)) or not low <= value <= high:
         raise invalid_request(f"{field} must be between {low:g} and {high:g}.", param=field)
     return float(value)
 

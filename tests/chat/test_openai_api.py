@@ -104,6 +104,8 @@ def test_options_are_checked_and_passed_to_the_model():
         pytest.param({"frequency_penalty": -1}, "frequency_penalty", id="negative-penalty"),
         pytest.param({"presence_penalty": float("nan")}, "presence_penalty", id="nan-penalty"),
         pytest.param({"seed": 10**20}, "seed", id="seed-over"),
+        pytest.param({"temperature": 10**400}, "temperature", id="temperature-of-400-digits"),
+        pytest.param({"top_p": -(10**400)}, "top_p", id="top-p-of-400-digits"),
         pytest.param({"seed": True}, "seed", id="seed-bool"),
         pytest.param({"stream": "yes"}, "stream", id="stream-not-bool"),
         pytest.param({"stream_options": {"include_usage": True}}, "stream_options", id="stream-options-without-stream"),

@@ -54,6 +54,7 @@ def test_a_valid_turn_keeps_only_role_and_content_and_adds_the_system_prompt():
         pytest.param({"messages": [{"role": "user", "content": "   "}]}, "messages[0].content", id="blank"),
         pytest.param({"messages": [{"role": "user", "content": "a"}], "max_tokens": 1.5}, "max_tokens", id="float-tokens"),
         pytest.param({"messages": [{"role": "user", "content": "a"}], "temperature": float("nan")}, "temperature", id="nan"),
+        pytest.param({"messages": [{"role": "user", "content": "a"}], "temperature": 9 * 10**4000}, "temperature", id="integer-of-4000-digits"),
     ],
 )
 def test_invalid_turns_say_which_field(payload, field):

@@ -34,12 +34,14 @@ def cpu(frames: int) -> None:
         return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
 
     python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
-    paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat")}
+    paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat"),
+             "resumable": (python, "/api/chat?resumable")}  # the Durable Object's path
 
-    async def run(runtime: LocalRuntime, path: str, count: int) -> None:
+    async def run(runtime: LocalRuntime, route: str, count: int) -> None:
+        path, _, flag = route.partition("?")
         async with httpx.AsyncClient(timeout=120) as client:
             for i in range(count):
-                await drain(client, runtime.url, path, conversation(i))
+                await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
 
     samples: dict[str, list[float]] = {name: [] for name in paths}
     try:

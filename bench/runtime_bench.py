@@ -75,6 +75,9 @@ CPU_PATHS: dict[str, tuple[str | None, str]] = {
     "js_passthrough": (JS_REFRAMER, "/api/chat/raw"),  # the JS anchor passing the stream through
     "js_identity": (JS_IDENTITY, "/api/chat"),  # one JS identity TransformStream: the second floor
     "js_reframe": (JS_REFRAMER, "/api/chat"),
+    # A resumable answer: made by the Durable Object (same process here), every event
+    # stored in SQLite and read back by the one reader. "?resumable" marks the request body.
+    "python_resumable": (None, "/api/chat?resumable"),
 }
 # (group name, production-like runtime (else wrangler dev), frames per network chunk)
 CPU_GROUPS: list[tuple[str, bool, int]] = [
@@ -116,10 +119,11 @@ def bench_cpu(repeats: int, streams: int) -> dict[str, Any]:
             if options not in runtimes:
                 runtimes[options] = LocalRuntime(options).start()
 
-        async def run(runtime: LocalRuntime, path: str, count: int) -> None:
+        async def run(runtime: LocalRuntime, route: str, count: int) -> None:
+            path, _, flag = route.partition("?")
             async with httpx.AsyncClient(timeout=120) as client:
                 for i in range(count):
-                    await drain(client, runtime.url, path, conversation(i))
+                    await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
 
         for _, _, options, route in measured:  # warm every isolate and the JITs
             asyncio.run(run(runtimes[options], route, 10))
@@ -148,6 +152,7 @@ CPU_LABELS = {
     "js_passthrough": "JS anchor's `/api/chat/raw` (JS pass-through)",
     "js_identity": "JS identity `TransformStream` relay (second floor)",
     "js_reframe": "JS `TransformStream` re-framer (the anchor)",
+    "python_resumable": "`/api/chat` resumable (Durable Object, events stored in SQLite)",
 }
 
 
@@ -409,8 +414,9 @@ def draw(results: dict[str, Any]) -> None:
 
         groups = [("production_like_3_frames_per_chunk", "3 frames per chunk"), ("production_like_1_frame_per_chunk", "1 frame per chunk")]
         names = list(CPU_PATHS)
-        colours = ["#9aa5b1", "#2f80ed", "#c5ccd3", "#f7d070", "#f0b429"]
-        short = ["Python pass-through\n(/api/chat/raw)", "Python re-framer\n(/api/chat)", "JS pass-through", "JS identity\nTransformStream", "JS re-framer"]
+        colours = ["#9aa5b1", "#2f80ed", "#c5ccd3", "#f7d070", "#f0b429", "#7b61ff"]
+        short = ["Python pass-through\n(/api/chat/raw)", "Python re-framer\n(/api/chat)", "JS pass-through", "JS identity\nTransformStream", "JS re-framer",
+                 "Python resumable\n(Durable Object)"]
         fig, ax = plt.subplots(figsize=(9, 4.5))
         width = 0.8 / len(names)
         for i, (name, colour, label) in enumerate(zip(names, colours, short, strict=False)):

@@ -3,16 +3,23 @@ alone), for trying a change to the relay before a full `make bench`:
 
     python bench/stream_path_quick.py cpu [--frames 1]   # CPU per 1,000-token answer
     python bench/stream_path_quick.py latency            # added latency per token
+    python bench/stream_path_quick.py alloc [--frames 1] # V8 heap bytes allocated per token
 
 `cpu` prints the median over 3 runs of 30 streams of Python /api/chat, its /api/chat/raw
 (the floor) and the JS re-framer anchor, measured in one run. `latency` compares
-/api/chat with /api/chat/raw on 4 paced conversations of 120 stamped tokens.
+/api/chat with /api/chat/raw on 4 paced conversations of 120 stamped tokens. `alloc` sums
+V8's own count of bytes allocated on each isolate's heap (`--trace-gc-nvp`: "allocated"
+since the previous GC) over 30 answers, for the Worker's isolate only (the emulator's is
+told apart as the one that allocates on the pass-through route too); Pyodide's wasm
+memory is not V8 heap and is not in it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -34,12 +41,14 @@ def cpu(frames: int) -> None:
         return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
 
     python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
-    paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat")}
+    paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat"),
+             "resumable": (python, "/api/chat?resumable")}  # the Durable Object's path
 
-    async def run(runtime: LocalRuntime, path: str, count: int) -> None:
+    async def run(runtime: LocalRuntime, route: str, count: int) -> None:
+        path, _, flag = route.partition("?")
         async with httpx.AsyncClient(timeout=120) as client:
             for i in range(count):
-                await drain(client, runtime.url, path, conversation(i))
+                await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
 
     samples: dict[str, list[float]] = {name: [] for name in paths}
     try:
@@ -82,13 +91,62 @@ def latency() -> None:
           f"p50 {percentile(chat, 50) - percentile(raw, 50):.2f} ms, p99 {percentile(chat, 99) - percentile(raw, 99):.2f} ms")
 
 
+GC_LINE = re.compile(r"^\[\d+:(0x[0-9a-f]+)[^\]]*\].*GC: (\{.*\})")
+
+
+def allocated_by_isolate(lines: list[str]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for line in lines:
+        if (match := GC_LINE.match(line)) is not None:
+            try:
+                totals[match.group(1)] = totals.get(match.group(1), 0) + int(json.loads(match.group(2)).get("allocated", 0))
+            except ValueError:
+                continue  # a line cut by other output
+    return totals
+
+
+def alloc(frames: int) -> None:
+    def options(main: str | None = None) -> RuntimeOptions:
+        return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main,
+                              workerd_direct=True, v8_flags=("--trace-gc-nvp",))
+
+    python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
+    routes = {"python": (python, "/api/chat"), "resumable": (python, "/api/chat?resumable"), "js": (js, "/api/chat")}
+
+    async def run(runtime: LocalRuntime, route: str) -> None:
+        path, _, flag = route.partition("?")
+        async with httpx.AsyncClient(timeout=120) as client:
+            for i in range(STREAMS):
+                await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
+
+    def measure(runtime: LocalRuntime, route: str) -> dict[str, int]:
+        asyncio.run(run(runtime, route))  # warm-up, and a GC or two
+        before = allocated_by_isolate(runtime.lines)
+        asyncio.run(run(runtime, route))
+        after = allocated_by_isolate(runtime.lines)
+        return {isolate: total - before.get(isolate, 0) for isolate, total in after.items()}
+
+    try:
+        # The emulator's isolate allocates on the pass-through route; the Worker's does not.
+        emulator = {id(runtime): max(measure(runtime, "/api/chat/raw").items(), key=lambda item: item[1])[0] for runtime in (python, js)}
+        print(f"{frames} frame(s) per chunk, V8 heap bytes allocated per token by the Worker's isolate ({STREAMS} 1,000-token answers):")
+        for name, (runtime, route) in routes.items():
+            worker = {isolate: total for isolate, total in measure(runtime, route).items() if isolate != emulator[id(runtime)]}
+            print(f"  {name:9} {sum(worker.values()) / (STREAMS * 1000):8.0f}")
+    finally:
+        python.stop()
+        js.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=("cpu", "latency"))
+    parser.add_argument("what", choices=("cpu", "latency", "alloc"))
     parser.add_argument("--frames", type=int, default=1, help="frames per network chunk (cpu)")
     args = parser.parse_args()
     if args.what == "cpu":
         cpu(args.frames)
+    elif args.what == "alloc":
+        alloc(args.frames)
     else:
         latency()
 

@@ -52,8 +52,9 @@ SCHEMA = (
     " request_id TEXT NOT NULL, serial INTEGER NOT NULL, live INTEGER NOT NULL, ended_at REAL)",
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL)",
 )
-# Events a reader gets per pull: bounds what one replay holds in memory at once.
+# What a reader gets per pull at most: bounds what one replay holds in memory at once.
 PAGE_SIZE = 256
+PAGE_CHARS = 256 * 1024
 # How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
 STOP_WAIT_S = 2.0
 
@@ -250,8 +251,19 @@ class ChatStream(DurableObject):
             self._wake.set_result(None)
 
     def _events_after(self, after: int) -> list[StoredEvent]:
-        rows = self._sql.exec("SELECT id, type, data FROM events WHERE id > ? ORDER BY id LIMIT ?", after, PAGE_SIZE).toArray()
-        return [StoredEvent(id=int(row.id), type=str(row.type), data=str(row.data)) for row in rows]
+        # Rows are taken one at a time from the cursor, so a page stops at PAGE_CHARS of
+        # data (an event can be 256 Ki characters) without reading the rest.
+        events: list[StoredEvent] = []
+        chars = 0
+        cursor = self._sql.exec("SELECT id, type, data FROM events WHERE id > ? ORDER BY id LIMIT ?", after, PAGE_SIZE)
+        while chars < PAGE_CHARS:
+            step = cursor.next()
+            if step.done:
+                break
+            row = step.value
+            events.append(StoredEvent(id=int(row.id), type=str(row.type), data=str(row.data)))
+            chars += len(events[-1].data)
+        return events
 
     # --- plumbing --------------------------------------------------------------------
 

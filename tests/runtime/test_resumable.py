@@ -12,7 +12,7 @@ import pytest
 
 from tests.runtime.client import USER, ChatResult, chat
 from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
-from tests.runtime.scripts import scripted_options
+from tests.runtime.scripts import done_frame, error, hang, native_frame, script, scripted_options, sleep
 
 RESUMABLE = {"messages": USER, "resumable": True}
 # Paced so a test can leave, come back and stop an answer while it is being written.
@@ -225,3 +225,32 @@ async def test_a_restart_mid_answer_ends_the_stored_events_with_one_interrupted_
             after.stop()
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+async def test_a_resumable_answer_keeps_the_plain_guarantees_for_a_failing_upstream(start_runtime, http):
+    runtime = start_runtime(scripted_options([native_frame("Hel"), sleep(300), native_frame("lo"), error("provider secret 17")],
+                                             variables={"PING_INTERVAL_MS": "100"}))
+    mark = len(runtime.lines)
+    first = await chat(http, runtime.url, RESUMABLE)
+    assert first.text == "Hello" and first.terminal.data["code"] == "generation_failed"
+    assert "ping" in first.comments, "readers get pings while the model is silent"
+    again = await resume(http, runtime, stream_path(first), "1")
+    assert [e.name for e in again.events] == ["delta", "delta", "error"] and again.terminal.data["code"] == "generation_failed"
+    assert not any("provider secret" in line or "Hello" in line for line in runtime.lines[mark:]), "no content in logs"
+
+
+async def test_a_silent_upstream_times_out_in_a_resumable_answer_too(start_runtime, http):
+    runtime = start_runtime(scripted_options([native_frame("Hi"), hang()], variables={"IDLE_TIMEOUT_MS": "600"}))
+    mark = len(runtime.lines)
+    result = await chat(http, runtime.url, RESUMABLE)
+    assert result.text == "Hi" and result.terminal.data["code"] == "upstream_timeout"
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+
+
+async def test_fallbacks_apply_to_resumable_answers(start_runtime, http):
+    runtime = start_runtime(scripted_options(
+        models={"@cf/first": script(fail_start="3040: busy"), "@cf/second": script([native_frame("from second"), done_frame()])},
+        variables={"MODEL": "@cf/first", "FALLBACK_MODELS": "@cf/second"},
+    ))
+    result = await chat(http, runtime.url, RESUMABLE)
+    assert result.events[0].data["model"] == "@cf/second" and result.text == "from second" and result.terminal.name == "done"

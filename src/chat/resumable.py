@@ -53,9 +53,10 @@ async def start(env: Any, config: Config, turn: ChatTurn, *, request_id: str, fo
 
 
 async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, accept: str | None) -> tuple[Any, dict[str, str]] | None:
-    """A reader's body and headers from after `last_event_id`; None when a UI chat has no
-    answer in progress (204). Raises ApiError 400 for a malformed id, 404 for an unknown
-    or expired one."""
+    """A reader's body and headers from after `last_event_id`; None (204) when a UI chat
+    has no answer in progress, or the reader already has all of a finished answer. Raises
+    ApiError 400 for a malformed id or an event id not sent yet, 404 for an unknown or
+    expired answer."""
     namespace = env.CHAT_STREAMS
     route, key = target
     if route == "ui-chat-stream":
@@ -72,7 +73,8 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
             raise ApiError("invalid_last_event_id") from None
     format = reader_format(accept)
     response = await _call(namespace, _object_id(namespace, key), "GET", f"/events?after={after}&format={format}")
-    return response.body, stream_headers(format)
+    # 204: the reader has every event of a finished answer (an EventSource stops there).
+    return None if response.status == 204 else (response.body, stream_headers(format))
 
 
 async def stop(env: Any, key: str) -> None:

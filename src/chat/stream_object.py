@@ -74,9 +74,15 @@ class ChatStream(DurableObject):
         self._sql = ctx.storage.sql
         self._relay: StreamRelay | None = None  # the answer being made by this instance
         self._relay_ended: asyncio.Future[None] = asyncio.get_event_loop().create_future()
-        self._wake: asyncio.Future[None] | None = None  # resolved when an event is stored
+        # Readers waiting for more share one future, resolved with "events" when an event
+        # is stored and with "ping" by the answer's one ticker. No reader sets a timer of
+        # its own: a timer cancelled in Pyodide stays active in workerd until it would have
+        # fired, and an isolate may have at most 10,000 (many readers of a long answer
+        # reached that with a timeout per wait).
+        self._wake: asyncio.Future[str] | None = None
         self._readers = 0
-        self._grace: asyncio.TimerHandle | None = None
+        self._unread_since: float | None = None  # monotonic time the last reader left
+        self._starting = asyncio.Lock()  # one start at a time: turns of one UI chat may race
         self._tasks: set[asyncio.Task[None]] = set()
 
     # --- the routes ------------------------------------------------------------------
@@ -118,6 +124,10 @@ class ChatStream(DurableObject):
     # --- making the answer -----------------------------------------------------------
 
     async def _start(self, order: dict[str, Any]) -> Any:
+        async with self._starting:
+            return await self._start_locked(order)
+
+    async def _start_locked(self, order: dict[str, Any]) -> Any:
         config = self._config()
         request_id, kind = str(order["request_id"]), str(order["kind"])
         if self._relay is not None:
@@ -148,16 +158,38 @@ class ChatStream(DurableObject):
         )
         self._relay = relay
         self._relay_ended = asyncio.get_event_loop().create_future()
+        self._unread_since = time.monotonic()  # until the first reader attaches, just below
+        self._keep_alive(self._tick(relay, config))
         numberer = EventNumberer()
         sink = _Sink(self, relay, numberer)
         relay.readable().pipeTo(sink.writable())
         self._arm(time.time() + config.resume_grace_ms / 1000)
         return self._reader_response(0, str(order["format"]), serial, config)
 
+    async def _tick(self, relay: StreamRelay, config: Config) -> None:
+        """While `relay` makes the answer: pings for the readers waiting, and the end of
+        an answer nobody has read for RESUME_GRACE_MS. Its timers all fire (none is
+        cancelled), one at a time."""
+        ping_s, grace_s = config.ping_interval_ms / 1000, config.resume_grace_ms / 1000
+        step = max(0.05, min(ping_s, grace_s / 4))
+        last_ping = time.monotonic()
+        while self._relay is relay:
+            await asyncio.sleep(step)
+            now = time.monotonic()
+            if now - last_ping >= ping_s:
+                last_ping = now
+                self._wake_readers("ping")
+            unread_since = self._unread_since
+            if self._relay is relay and unread_since is not None and now - unread_since >= grace_s:
+                state = self._state()
+                log("chat_resumable_abandoned", request_id=None if state is None else state["request_id"])
+                relay.stop("abandoned")
+                return
+
     def _store(self, events: list[StoredEvent]) -> None:
         for event in events:
             self._sql.exec("INSERT INTO events (id, type, data) VALUES (?, ?, ?)", event.id, event.type, event.data)
-        self._wake_readers()
+        self._wake_readers("events")
 
     def _ended(self, relay: StreamRelay) -> None:
         if self._relay is not relay:
@@ -169,23 +201,43 @@ class ChatStream(DurableObject):
     def _finish_row(self) -> None:
         ended_at = time.time()
         self._sql.exec("UPDATE answer SET live = 0, ended_at = ?", ended_at)
+        self._unread_since = None
         row = self._sql.exec("SELECT request_id, (SELECT count(*) FROM events) AS events FROM answer").one()
         # What keeping the answer costs, for the operator: its events and the storage they take.
         log("chat_resumable_stored", request_id=str(row.request_id), events=int(row.events),
             storage_bytes=int(self._sql.databaseSize))
-        self._cancel_grace()
-        self._wake_readers()
+        self._wake_readers("events")
         self._arm(ended_at + self._config().resume_ttl_s)
 
     def _interrupted(self, state: dict[str, Any]) -> None:
         """Stored events with no producer: this instance started after the one that was
         making the answer (eviction, deploy, restart). One terminal `error` ends it."""
-        last = self._sql.exec("SELECT coalesce(max(id), 0) AS last FROM events").one().last
-        encoder = UIMessageStreamEncoder() if state["kind"] == "ui" else SSEEncoder()
-        frame = encoder.error(code="interrupted", message=ERROR_MESSAGES["interrupted"], request_id=state["request_id"])
-        self._store(EventNumberer(last_id=int(last)).number(frame.encode()))
-        log("chat_resumable_interrupted", request_id=state["request_id"], events=int(last))
+        last = self._last_id()
+        self._store_terminal(state, "interrupted")
+        log("chat_resumable_interrupted", request_id=state["request_id"], events=last)
         self._finish_row()
+
+    def _storing_failed(self, relay: StreamRelay, problem: Exception) -> None:
+        """The answer's output could not be stored (a bug of ours): it ends here, with one
+        terminal `internal_error`, and the model is stopped."""
+        if self._relay is not relay:
+            return
+        state = self._state()
+        log("chat_resumable_store_failed", request_id=None if state is None else state["request_id"], detail=type(problem).__name__)
+        self._relay = None
+        self._relay_ended.set_result(None)
+        relay.stop("internal_error")  # its own terminal frame is not stored: this one is
+        if state is not None:
+            self._store_terminal(state, "internal_error")
+        self._finish_row()
+
+    def _store_terminal(self, state: dict[str, Any], code: str) -> None:
+        encoder = UIMessageStreamEncoder() if state["kind"] == "ui" else SSEEncoder()
+        frame = encoder.error(code=code, message=ERROR_MESSAGES[code], request_id=state["request_id"])
+        self._store(EventNumberer(last_id=self._last_id()).number(frame.encode()))
+
+    def _last_id(self) -> int:
+        return int(self._sql.exec("SELECT coalesce(max(id), 0) AS last FROM events").one().last)
 
     async def _stop_request(self) -> Any:
         state = self._state()
@@ -213,42 +265,38 @@ class ChatStream(DurableObject):
             raise ApiError("stream_not_found")
         if state["live"] and self._relay is None:
             self._interrupted(state)
+            state = self._state() or state
+        last = self._last_id()
+        if after > last and state["live"]:
+            raise ApiError("invalid_last_event_id")  # no such event was ever sent
+        if after >= last and not state["live"]:
+            # The reader has the whole answer: 204 is what tells a browser's EventSource
+            # to stop reconnecting.
+            return _json_response(204)
         return self._reader_response(after, format, int(state["serial"]), self._config())
 
     def _reader_response(self, after: int, format: str, serial: int, config: Config) -> Any:
-        reader = _Reader(self, ReplayWriter(format), after, serial, config.ping_interval_ms / 1000)  # type: ignore[arg-type]
+        reader = _Reader(self, ReplayWriter(format), after, serial)  # type: ignore[arg-type]
         return js.Response.new(reader.stream(), _js_object({"status": 200}))
 
     def _attached(self) -> None:
         self._readers += 1
-        self._cancel_grace()
+        self._unread_since = None
 
     def _detached(self) -> None:
         self._readers -= 1
         if self._readers == 0 and self._relay is not None:
-            grace = self._config().resume_grace_ms / 1000
-            self._grace = asyncio.get_event_loop().call_later(grace, self._abandon, self._relay)
+            self._unread_since = time.monotonic()  # the ticker ends the answer after the grace
 
-    def _abandon(self, relay: StreamRelay) -> None:
-        self._grace = None
-        if self._relay is relay and self._readers == 0:
-            state = self._state()
-            log("chat_resumable_abandoned", request_id=None if state is None else state["request_id"])
-            relay.stop("abandoned")
-
-    def _cancel_grace(self) -> None:
-        if self._grace is not None:
-            self._grace.cancel()
-            self._grace = None
-
-    async def _wait_for_events(self, timeout: float) -> None:
+    async def _next_wake(self) -> str:
+        """"events" once an event is stored (or the answer ends), "ping" at the next ping."""
         if self._wake is None or self._wake.done():
             self._wake = asyncio.get_event_loop().create_future()
-        await asyncio.wait({self._wake}, timeout=timeout)
+        return await asyncio.shield(self._wake)
 
-    def _wake_readers(self) -> None:
+    def _wake_readers(self, reason: str) -> None:
         if self._wake is not None and not self._wake.done():
-            self._wake.set_result(None)
+            self._wake.set_result(reason)
 
     def _events_after(self, after: int) -> list[StoredEvent]:
         # Rows are taken one at a time from the cursor, so a page stops at PAGE_CHARS of
@@ -315,9 +363,12 @@ class _Sink:
         return proxy
 
     def _write(self, chunk: Any, _controller: Any = None) -> None:
-        events = self._numberer.number(chunk.to_bytes())
-        if self._owner._relay is self._relay:  # a stopped answer's late bytes are not stored
-            self._owner._store(events)
+        if self._owner._relay is not self._relay:
+            return  # a stopped answer's late bytes are not stored
+        try:
+            self._owner._store(self._numberer.number(chunk.to_bytes()))
+        except Exception as problem:  # noqa: BLE001 - never a wedged answer: it ends instead
+            self._owner._storing_failed(self._relay, problem)
 
     def _close(self, *_args: Any) -> None:
         self._done()
@@ -336,12 +387,11 @@ class _Reader:
     """One reader's stream: storage read from its cursor on, a page per pull, pinged
     while it waits for the answer to go on."""
 
-    def __init__(self, owner: ChatStream, writer: ReplayWriter, after: int, serial: int, ping_interval: float) -> None:
+    def __init__(self, owner: ChatStream, writer: ReplayWriter, after: int, serial: int) -> None:
         self._owner = owner
         self._writer = writer
         self._cursor = after
         self._serial = serial
-        self._ping_interval = ping_interval
         self._proxies: list[Any] = []
         self._attached = False
 
@@ -373,9 +423,7 @@ class _Reader:
                     return None
                 if not state["live"]:
                     return self._end(controller)  # every event was read
-                began = time.monotonic()
-                await owner._wait_for_events(self._ping_interval)
-                if time.monotonic() - began >= self._ping_interval:
+                if await owner._next_wake() == "ping":
                     controller.enqueue(to_js(self._writer.ping().encode()))
                     return None
         except JsException:

@@ -14,6 +14,7 @@ from json.encoder import encode_basestring
 from typing import Literal
 
 from ._parser import EventStreamParser
+from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES
 
 __all__ = ["MAX_EVENT_ID_DIGITS", "EventNumberer", "ReplayWriter", "StoredEvent", "parse_event_id"]
 
@@ -22,6 +23,10 @@ __all__ = ["MAX_EVENT_ID_DIGITS", "EventNumberer", "ReplayWriter", "StoredEvent"
 MAX_EVENT_ID_DIGITS = 15
 
 ReplayFormat = Literal["sse", "ndjson", "ui"]
+# How much longer than the upstream event our frame of it may be, at most: the text keeps
+# its length or gets shorter (escapes of non-ASCII are written as the characters), and
+# the frame adds under 100 characters of its own.
+OWN_FRAME_GROWTH = 2
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -48,7 +53,13 @@ class EventNumberer:
     returns them, so nothing is held across calls."""
 
     def __init__(self, last_id: int = 0) -> None:
-        self._parser = EventStreamParser()
+        # Our own frames, not upstream input: one upstream event at its caps becomes a
+        # frame a little longer (the JSON around the text, the padding), so these caps
+        # are the upstream's with room for that.
+        self._parser = EventStreamParser(
+            max_line_bytes=OWN_FRAME_GROWTH * DEFAULT_MAX_LINE_BYTES,
+            max_event_chars=OWN_FRAME_GROWTH * DEFAULT_MAX_EVENT_CHARS,
+        )
         self._last_id = last_id
 
     @property

@@ -119,3 +119,19 @@ def test_meta_names_the_stream_only_when_resumable() -> None:
     assert "stream_id" not in SSEEncoder().meta(request_id="r", model="m")
     assert json.loads(NDJSONEncoder().meta(request_id="r", model="m", stream_id="s"))["stream_id"] == "s"
     assert "stream_id" not in UIMessageStreamEncoder().meta(request_id="r", model="m", stream_id="s")
+
+
+@pytest.mark.parametrize(
+    "body", ["x" * 262_000, "\\u0001" * 43_000, "日" * 87_000, "\\u65e5" * 43_000],
+    ids=["ascii", "escaped-control", "utf8", "escaped-utf8"],
+)
+def test_a_delta_of_an_upstream_event_at_its_cap_is_numbered_whole(body: str) -> None:
+    # The upstream's caps bound what the Reframer reads; its frame of that is longer (the
+    # JSON around it, the padding) and must still be read back whole.
+    reframer = Reframer(request_id="r", model="m", stream_id="s", max_padding=255)
+    upstream = ('data: {"response":"' + body + '"}\n\ndata: [DONE]\n\n').encode()
+    assert len(upstream.split(b"\n")[0]) < 256 * 1024, "within the upstream line cap"
+    frames = reframer.start() + reframer.feed(upstream) + reframer.finish()
+    events = EventNumberer().number(frames)
+    assert [event.type for event in events] == ["meta", "delta", "done"]
+    assert json.loads(events[1].data)["text"] == json.loads(f'"{body}"')

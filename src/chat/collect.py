@@ -26,15 +26,23 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
     reader = upstream.getReader()
     out = [lifecycle.start(time.monotonic())]
     pending: asyncio.Future[Any] | None = None
+    # One timer at a time, always left to fire: a timer cancelled in Pyodide stays active
+    # in workerd until it would have fired, and an isolate may have at most 10,000 (a
+    # timeout per read reached that on an upstream of many small chunks).
+    ticker: asyncio.Future[None] | None = None
     ended = False
     try:
         while not lifecycle.over:
             if pending is None:
                 pending = asyncio.ensure_future(reader.read())
-            finished, _ = await asyncio.wait({pending}, timeout=lifecycle.next_tick(time.monotonic()))
+            if ticker is None:
+                ticker = asyncio.ensure_future(asyncio.sleep(lifecycle.next_tick(time.monotonic())))
+            finished, _ = await asyncio.wait({pending, ticker}, return_when=asyncio.FIRST_COMPLETED)
             now = time.monotonic()
-            if not finished:
-                out.append(lifecycle.tick(now, client_behind=False))  # only a timeout says anything
+            if ticker in finished:
+                ticker = None
+                out.append(lifecycle.tick(now, client_behind=False))  # only a deadline says anything
+            if pending not in finished:
                 continue
             read, pending = pending, None
             try:
@@ -51,6 +59,10 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
             if lifecycle.collected_chars > MAX_COLLECTED_CHARS:
                 out.append(lifecycle.overflowed(now))
     finally:
+        if pending is not None:
+            # The read the cancel below ends fails with "Stream was cancelled": expected,
+            # and retrieved here so that asyncio does not report it.
+            pending.add_done_callback(lambda read: read.cancelled() or read.exception())
         if not ended:
             try:
                 await reader.cancel()  # generation stops; a pending read resolves as done

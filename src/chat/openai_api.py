@@ -160,11 +160,13 @@ def _flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: boo
 def _max_tokens(payload: dict[str, Any], config: Config) -> int:
     # max_completion_tokens is OpenAI's newer name for max_tokens; both mean the same here.
     legacy, current = payload.get("max_tokens"), payload.get("max_completion_tokens")
-    if legacy is not None and current is not None and legacy != current:
+    if current is None:
+        return checked_max_tokens(legacy, config)
+    budget = checked_max_tokens(current, config, "max_completion_tokens")
+    # Each is checked on its own first: `true` equals 1 in Python, and must not pass as it.
+    if legacy is not None and checked_max_tokens(legacy, config) != budget:
         raise invalid_request("max_tokens and max_completion_tokens differ; send one of them.", param="max_completion_tokens")
-    if current is not None:
-        return checked_max_tokens(current, config, "max_completion_tokens")
-    return checked_max_tokens(legacy, config)
+    return budget
 
 
 def _model_options(payload: dict[str, Any]) -> tuple[tuple[str, float | int], ...]:

@@ -44,12 +44,17 @@ def openai_error(code: str, message: str, param: str | None = None) -> dict[str,
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
 
 
+_OPENAI_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
+
+
 def openai_finish_reason(stats: ReframerStats, max_tokens: int | None) -> str:
     """The finish_reason of a complete answer. Workers AI's native frames carry none: an
     answer that used the whole token budget is reported as `length` (it may well have
     been cut there), any other as `stop`, so truncation never reads as a natural end."""
-    if stats.finish_reason is not None:
+    if stats.finish_reason in _OPENAI_FINISH_REASONS:
         return stats.finish_reason
+    # Other reasons (`tool_calls`, `function_call`, "other") name output this API never
+    # sends (tools are refused): the text that was sent is the whole answer.
     usage = stats.usage
     if max_tokens is not None and usage is not None and usage["completion_tokens"] >= max_tokens:
         return "length"

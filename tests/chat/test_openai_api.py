@@ -98,6 +98,8 @@ def test_options_are_checked_and_passed_to_the_model():
         pytest.param({"max_tokens": 101}, "max_tokens", id="max-tokens-over"),
         pytest.param({"max_completion_tokens": 0}, "max_completion_tokens", id="max-completion-tokens-zero"),
         pytest.param({"max_tokens": 5, "max_completion_tokens": 6}, "max_completion_tokens", id="two-budgets-differ"),
+        pytest.param({"max_tokens": True, "max_completion_tokens": 1}, "max_tokens", id="true-is-not-1"),
+        pytest.param({"max_tokens": 1.0, "max_completion_tokens": 1}, "max_tokens", id="a-float-budget-beside-a-valid-one"),
         pytest.param({"max_tokens": float("inf")}, "max_tokens", id="max-tokens-inf"),
         pytest.param({"temperature": "hot"}, "temperature", id="temperature-string"),
         pytest.param({"top_p": 1.5}, "top_p", id="top-p-over"),

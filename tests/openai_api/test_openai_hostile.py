@@ -54,6 +54,8 @@ HOSTILE_UPSTREAMS = {
     # An event that never ends: the line and event caps end it.
     "endless event": [native_frame("a"), repeat(2_000, "data: " + "y" * 1000 + "\n")],
     "one huge chunk": [send("".join(f'data: {{"response":"{i:05d}"}}\n\n' for i in range(100_000)) + "data: [DONE]\n\n")],
+    # Many small chunks: a timer per read once reached workerd's 10,000 active timers (500).
+    "many small chunks": [repeat(12_000, 'data: {"response":"S"}\n\n'), done_frame()],
 }
 
 
@@ -63,6 +65,7 @@ HOSTILE_UPSTREAMS = {
         pytest.param("endless text", 502, "upstream_malformed", id="endless-text"),
         pytest.param("endless event", 502, "upstream_malformed", id="endless-event"),
         pytest.param("one huge chunk", 200, None, id="one-huge-chunk"),
+        pytest.param("many small chunks", 200, None, id="many-small-chunks"),
     ],
 )
 async def test_a_collected_answer_is_bounded_whatever_the_upstream_sends(start_runtime, http, prompt, status, code):
@@ -74,6 +77,9 @@ async def test_a_collected_answer_is_bounded_whatever_the_upstream_sends(start_r
     if code is not None:
         assert response.json()["error"]["code"] == code
         runtime.wait_for_record("ai_upstream_cancelled", since=mark, timeout=20)
+    elif prompt == "many small chunks":
+        assert response.json()["choices"][0]["message"]["content"] == "S" * 12_000
+        assert not any("QuotaExceeded" in line or "never retrieved" in line for line in runtime.lines[mark:])
     else:
         assert response.json()["choices"][0]["message"]["content"] == "".join(f"{i:05d}" for i in range(100_000))
     after = await http.post(runtime.url + "/v1/chat/completions", json=body())

@@ -100,6 +100,8 @@ def test_without_include_usage_or_without_usage_no_usage_chunk_is_sent():
         pytest.param(None, None, 3, "stop", id="no-usage"),
         pytest.param(None, USAGE, None, "stop", id="no-budget-known"),
         pytest.param("content_filter", USAGE, 3, "content_filter", id="upstream-says"),
+        pytest.param("tool_calls", USAGE, 4, "stop", id="tool-calls-never-sent-here"),
+        pytest.param("other", USAGE, 3, "length", id="unknown-reason-budget-used-up"),
     ],
 )
 def test_finish_reason_is_the_upstreams_or_length_when_the_budget_was_used_up(finish_reason, usage, max_tokens, expected):

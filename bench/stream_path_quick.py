@@ -40,7 +40,7 @@ def cpu(frames: int) -> None:
     def options(main: str | None = None) -> RuntimeOptions:
         return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
 
-    python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
+    python, js = LocalRuntime(options()), LocalRuntime(options(JS_REFRAMER))
     paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat"),
              "resumable": (python, "/api/chat?resumable")}  # the Durable Object's path
 
@@ -52,6 +52,8 @@ def cpu(frames: int) -> None:
 
     samples: dict[str, list[float]] = {name: [] for name in paths}
     try:
+        python.start()  # inside the try: a runtime that started is stopped whatever fails next
+        js.start()
         for runtime, path in paths.values():
             asyncio.run(run(runtime, path, WARM_UP))
         for _ in range(REPEATS):
@@ -110,7 +112,7 @@ def alloc(frames: int) -> None:
         return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main,
                               workerd_direct=True, v8_flags=("--trace-gc-nvp",))
 
-    python, js = LocalRuntime(options()).start(), LocalRuntime(options(JS_REFRAMER)).start()
+    python, js = LocalRuntime(options()), LocalRuntime(options(JS_REFRAMER))
     routes = {"python": (python, "/api/chat"), "resumable": (python, "/api/chat?resumable"), "js": (js, "/api/chat")}
 
     async def run(runtime: LocalRuntime, route: str) -> None:
@@ -127,6 +129,8 @@ def alloc(frames: int) -> None:
         return {isolate: total - before.get(isolate, 0) for isolate, total in after.items()}
 
     try:
+        python.start()
+        js.start()
         # The emulator's isolate allocates on the pass-through route; the Worker's does not.
         emulator = {id(runtime): max(measure(runtime, "/api/chat/raw").items(), key=lambda item: item[1])[0] for runtime in (python, js)}
         print(f"{frames} frame(s) per chunk, V8 heap bytes allocated per token by the Worker's isolate ({STREAMS} 1,000-token answers):")

@@ -82,6 +82,10 @@ class ChatStream(DurableObject):
         self._wake: asyncio.Future[str] | None = None
         self._readers = 0
         self._unread_since: float | None = None  # monotonic time the last reader left
+        # The `answer` row, kept in memory as written: readers look at it on every pull,
+        # once per event, so it is read from storage only once per instance.
+        self._answer: dict[str, Any] | None = None
+        self._answer_loaded = False
         self._starting = asyncio.Lock()  # one start at a time: turns of one UI chat may race
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -117,6 +121,7 @@ class ChatStream(DurableObject):
         expires_at = float(state["ended_at"]) + self._config().resume_ttl_s
         if time.time() >= expires_at:
             await self.ctx.storage.deleteAll()
+            self._answer = None
             log("chat_resumable_expired", request_id=state["request_id"])
         else:
             self._arm(expires_at)
@@ -148,6 +153,7 @@ class ChatStream(DurableObject):
             "INSERT OR REPLACE INTO answer (one, kind, request_id, serial, live, ended_at) VALUES (1, ?, ?, ?, 1, NULL)",
             kind, request_id, serial,
         )
+        self._answer = {"kind": kind, "request_id": request_id, "serial": serial, "live": True, "ended_at": None}
         encoder = UIMessageStreamEncoder() if kind == "ui" else SSEEncoder()
         stream_id = order.get("stream_id")
         reframer = Reframer(request_id=request_id, model=model, encoder=encoder, max_padding=config.padding, stream_id=stream_id)
@@ -201,6 +207,8 @@ class ChatStream(DurableObject):
     def _finish_row(self) -> None:
         ended_at = time.time()
         self._sql.exec("UPDATE answer SET live = 0, ended_at = ?", ended_at)
+        if self._answer is not None:
+            self._answer = {**self._answer, "live": False, "ended_at": ended_at}
         self._unread_since = None
         row = self._sql.exec("SELECT request_id, (SELECT count(*) FROM events) AS events FROM answer").one()
         # What keeping the answer costs, for the operator: its events and the storage they take.
@@ -316,6 +324,12 @@ class ChatStream(DurableObject):
     # --- plumbing --------------------------------------------------------------------
 
     def _state(self) -> dict[str, Any] | None:
+        if not self._answer_loaded:
+            self._answer = self._stored_state()
+            self._answer_loaded = True
+        return self._answer
+
+    def _stored_state(self) -> dict[str, Any] | None:
         exists = self._sql.exec("SELECT count(*) AS n FROM sqlite_master WHERE type = 'table' AND name = 'answer'").one().n
         if not exists:
             return None

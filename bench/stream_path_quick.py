@@ -33,7 +33,7 @@ from bench.runtime_bench import JS_REFRAMER, conversation, drain, percentile, to
 from tests.runtime.harness import LocalRuntime, RuntimeOptions  # noqa: E402
 from tests.runtime.processes import workerd_cpu_seconds  # noqa: E402
 
-STREAMS, REPEATS, WARM_UP = 30, 3, 8
+STREAMS, REPEATS, WARM_UP = 30, int(__import__("os").environ.get("QUICK_REPEATS", 3)), 8
 
 
 def cpu(frames: int) -> None:
@@ -50,10 +50,18 @@ def cpu(frames: int) -> None:
             for i in range(count):
                 await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
 
+    import os
+    if os.environ.get("QUICK_PATHS"):
+        paths = {k: v for k, v in paths.items() if k in os.environ["QUICK_PATHS"].split(",")}
+    base = None
+    if os.environ.get("QUICK_BASE"):
+        base = LocalRuntime(options(os.environ["QUICK_BASE"]))
+        paths["base"] = (base, "/api/chat")
     samples: dict[str, list[float]] = {name: [] for name in paths}
     try:
         python.start()  # inside the try: a runtime that started is stopped whatever fails next
         js.start()
+        if base: base.start()
         for runtime, path in paths.values():
             asyncio.run(run(runtime, path, WARM_UP))
         for _ in range(REPEATS):
@@ -64,6 +72,7 @@ def cpu(frames: int) -> None:
     finally:
         python.stop()
         js.stop()
+        if base: base.stop()
     median = {name: statistics.median(values) for name, values in samples.items()}
     print(f"{frames} frame(s) per chunk, CPU ms per 1,000-token answer (median of {REPEATS} runs of {STREAMS}):")
     for name, values in samples.items():

@@ -98,13 +98,16 @@ def capnp_string(text: str) -> str:
 def worker_modules(main: Path) -> list[tuple[str, str, str]]:
     """(name, kind, source) of a Worker's modules, its main module first.
 
-    A Python main module brings every .py file under its folder, named by its path from
-    there, as wrangler bundles them; a JS main module is served alone.
+    A Python main module brings every .py file (and .mjs, as ES modules) under its folder,
+    named by its path from there, as wrangler bundles them; a JS main module is served alone.
     """
     if main.suffix == ".py":
         folder = main.parent
         others = sorted(p for p in folder.rglob("*.py") if p != main and "__pycache__" not in p.parts)
-        return [(p.relative_to(folder).as_posix(), "pythonModule", p.read_text(encoding="utf-8")) for p in [main, *others]]
+        scripts = sorted(folder.rglob("*.mjs"))  # the ES modules Python imports (wrangler.toml's rule)
+        return [(p.relative_to(folder).as_posix(), "pythonModule", p.read_text(encoding="utf-8")) for p in [main, *others]] + [
+            (p.relative_to(folder).as_posix(), "esModule", p.read_text(encoding="utf-8")) for p in scripts
+        ]
     return [module(main)]
 
 

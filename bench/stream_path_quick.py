@@ -2,6 +2,7 @@
 alone), for trying a change to the relay before a full `make bench`:
 
     python bench/stream_path_quick.py cpu [--frames 1]   # CPU per 1,000-token answer
+    python bench/stream_path_quick.py cpu --only python,js --base ../other/src/entry.py  # an A/B
     python bench/stream_path_quick.py latency            # added latency per token
     python bench/stream_path_quick.py alloc [--frames 1] # V8 heap bytes allocated per token
 
@@ -33,16 +34,25 @@ from bench.runtime_bench import JS_REFRAMER, conversation, drain, percentile, to
 from tests.runtime.harness import LocalRuntime, RuntimeOptions  # noqa: E402
 from tests.runtime.processes import workerd_cpu_seconds  # noqa: E402
 
-STREAMS, REPEATS, WARM_UP = 30, int(__import__("os").environ.get("QUICK_REPEATS", 3)), 8
+STREAMS, REPEATS, WARM_UP = 30, 3, 8
+CPU_PATHS = ("python", "raw", "js", "resumable")
 
 
-def cpu(frames: int) -> None:
+def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, base: str | None = None) -> None:
+    """`base`: another checkout's src/entry.py, measured as "base" beside this one's
+    (an A/B of a change to the relay in one run)."""
+
     def options(main: str | None = None) -> RuntimeOptions:
         return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
 
     python, js = LocalRuntime(options()), LocalRuntime(options(JS_REFRAMER))
+    runtimes = [python, js]
     paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat"),
              "resumable": (python, "/api/chat?resumable")}  # the Durable Object's path
+    paths = {name: path for name, path in paths.items() if name in only}
+    if base is not None:
+        runtimes.append(LocalRuntime(options(base)))
+        paths["base"] = (runtimes[-1], "/api/chat")
 
     async def run(runtime: LocalRuntime, route: str, count: int) -> None:
         path, _, flag = route.partition("?")
@@ -50,34 +60,29 @@ def cpu(frames: int) -> None:
             for i in range(count):
                 await drain(client, runtime.url, path, {**conversation(i), **({flag: True} if flag else {})})
 
-    import os
-    if os.environ.get("QUICK_PATHS"):
-        paths = {k: v for k, v in paths.items() if k in os.environ["QUICK_PATHS"].split(",")}
-    base = None
-    if os.environ.get("QUICK_BASE"):
-        base = LocalRuntime(options(os.environ["QUICK_BASE"]))
-        paths["base"] = (base, "/api/chat")
     samples: dict[str, list[float]] = {name: [] for name in paths}
     try:
-        python.start()  # inside the try: a runtime that started is stopped whatever fails next
-        js.start()
-        if base: base.start()
+        for runtime in runtimes:  # inside the try: a runtime that started is stopped whatever fails next
+            runtime.start()
         for runtime, path in paths.values():
             asyncio.run(run(runtime, path, WARM_UP))
-        for _ in range(REPEATS):
+        for _ in range(repeats):
             for name, (runtime, path) in paths.items():
                 before = workerd_cpu_seconds(runtime)
                 asyncio.run(run(runtime, path, STREAMS))
                 samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / STREAMS)
     finally:
-        python.stop()
-        js.stop()
-        if base: base.stop()
+        for runtime in runtimes:
+            runtime.stop()
     median = {name: statistics.median(values) for name, values in samples.items()}
-    print(f"{frames} frame(s) per chunk, CPU ms per 1,000-token answer (median of {REPEATS} runs of {STREAMS}):")
+    print(f"{frames} frame(s) per chunk, CPU ms per 1,000-token answer (median of {repeats} runs of {STREAMS}):")
     for name, values in samples.items():
-        print(f"  {name:7} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
-    print(f"  python above raw {median['python'] - median['raw']:.1f}, python/js {median['python'] / median['js']:.2f}x")
+        print(f"  {name:9} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
+    if "python" in median and "raw" in median:
+        print(f"  python above raw {median['python'] - median['raw']:.1f}")
+    for name in ("python", "base"):
+        if name in median and "js" in median:
+            print(f"  {name}/js {median[name] / median['js']:.2f}x")
 
 
 def latency() -> None:
@@ -154,10 +159,13 @@ def alloc(frames: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("what", choices=("cpu", "latency", "alloc"))
-    parser.add_argument("--frames", type=int, default=1, help="frames per network chunk (cpu)")
+    parser.add_argument("--frames", type=int, default=1, help="frames per network chunk (cpu, alloc)")
+    parser.add_argument("--repeats", type=int, default=REPEATS, help="runs per path (cpu)")
+    parser.add_argument("--only", default=",".join(CPU_PATHS), help="comma-separated paths to measure (cpu)")
+    parser.add_argument("--base", help="another checkout's src/entry.py, measured beside this one as 'base' (cpu)")
     args = parser.parse_args()
     if args.what == "cpu":
-        cpu(args.frames)
+        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base)
     elif args.what == "alloc":
         alloc(args.frames)
     else:

@@ -168,7 +168,7 @@ async def _stream(
         upstream=upstream, lifecycle=lifecycle, keep_alive=edge.keep_alive,
         log_fields={"request_id": exchange.request_id, "model": model, "route": route},
     )
-    return exchange.reply(await relay.readable(), 200, encoder.headers)
+    return exchange.reply(relay.readable(), 200, encoder.headers)
 
 
 async def _start_model(

@@ -3,7 +3,10 @@ TransformStream whose bytes come from the stream's lifecycle (chat.lifecycle), w
 drives the sans-IO core (sse.Reframer).
 
 This module only moves bytes and events between the JS streams and the lifecycle: the
-upstream's chunks, the timer's ticks, the pipe's end, the client leaving. One
+upstream's chunks, the timer's ticks, the pipe's end, the client leaving. The
+transformer's per-chunk half is relay.mjs: it decodes each chunk, hands the text to
+`_on_text` and enqueues the text that comes back, so a chunk crosses the FFI as one string
+each way (the cheapest crossing Pyodide has; docs/benchmarks.md). One
 `StreamRelay` owns everything one response creates (the transformer's proxies, the timer,
 the pipe) and releases it in one idempotent `_close()`, reached from every ending, and
 from a failure to start at all.
@@ -36,16 +39,14 @@ PIPE_OPTIONS = {"preventClose": True, "preventAbort": True}
 # streamed path's chunks the same way.
 MAX_FEED_BYTES = 64 * 1024
 
-_PLUMBING_MODULE = "chat/relay.mjs"
-_plumbing_module: Any = None
+_plumbing: Any = None  # relay.mjs, imported on first use (it needs a request's context)
 
 
-async def _plumbing() -> Any:
-    """relay.mjs, imported once per isolate (an import of a JS module is asynchronous)."""
-    global _plumbing_module
-    if _plumbing_module is None:
-        _plumbing_module = import_from_javascript(_PLUMBING_MODULE)
-    return _plumbing_module
+def plumbing() -> Any:
+    global _plumbing
+    if _plumbing is None:
+        _plumbing = import_from_javascript("chat/relay.mjs")
+    return _plumbing
 
 
 class StreamRelay:
@@ -71,11 +72,10 @@ class StreamRelay:
         # own ending): whoever stops the answer can wait for the cancel to be on its way.
         self.settled: asyncio.Future[None] = asyncio.get_event_loop().create_future()
 
-    async def readable(self) -> Any:
+    def readable(self) -> Any:
         """Start relaying; returns the ReadableStream to use as the Response body."""
-        plumbing = await _plumbing()
         try:
-            transformer = plumbing.pythonTransformer(
+            transformer = plumbing().pythonTransformer(
                 self._proxy(self._on_start), self._proxy(self._on_text), self._proxy(self._on_broken),
                 self._proxy(self._on_cancel),
             )
@@ -106,19 +106,23 @@ class StreamRelay:
         self._schedule_tick(now)
 
     def _on_text(self, text: str) -> str | None:
-        # Called by relay.mjs with the upstream's next decoded text (a slice of at most
-        # 64 KiB of a larger chunk); returns the text to send, or None once over.
+        # The upstream's next decoded text (at most 64 KiB of bytes' worth); returns the
+        # text to send, or None once nothing more will be sent.
+        now = time.monotonic()
         lifecycle = self._lifecycle
-        # Round trips through UTF-8 cost well under a microsecond here: the core speaks
-        # bytes, and its output is always valid UTF-8.
-        out = lifecycle.chunk(text.encode(), time.monotonic())
+        try:
+            # The core speaks bytes; the round trip through UTF-8 costs well under a
+            # microsecond, and its output is always valid UTF-8.
+            out = lifecycle.chunk(text.encode(), now).decode()
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the answer with a frame
+            out = lifecycle.broken(now, type(exc).__name__).decode()
         if lifecycle.over:
             # A terminal frame went out ([DONE], a cap, a bug): terminating makes the
             # pipe cancel the upstream, so nothing it does afterwards changes anything.
-            self._send(out)
+            self._send(out.encode())
             self._terminate()
             return None
-        return out.decode()
+        return out
 
     def _on_broken(self, detail: str) -> None:
         # An upstream chunk that is not bytes: the answer ends with `internal_error`.
@@ -133,7 +137,7 @@ class StreamRelay:
         self._send(self._lifecycle.stop(time.monotonic(), code))
         self._terminate()
 
-    def _on_cancel(self, _reason: Any) -> None:
+    def _on_cancel(self) -> None:
         # The client went away: the pipe now cancels the upstream (generation stops).
         self._lifecycle.client_left()
 

@@ -168,7 +168,7 @@ class ChatStream(DurableObject):
         self._keep_alive(self._tick(relay, config))
         numberer = EventNumberer()
         sink = _Sink(self, relay, numberer)
-        (await relay.readable()).pipeTo(sink.writable())
+        relay.readable().pipeTo(sink.writable())
         self._arm(time.time() + config.resume_grace_ms / 1000)
         return self._reader_response(0, str(order["format"]), serial, config)
 

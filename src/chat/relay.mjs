@@ -16,9 +16,11 @@ const STREAMING = { stream: true };  // made once: an object per chunk is garbag
 // its last frame and terminated the stream itself); onBroken(name) for a chunk that is not
 // bytes; onCancel() when the client goes away.
 export function pythonTransformer(onStart, onText, onBroken, onCancel) {
-  // Non-fatal: invalid bytes become U+FFFD, as the event-stream spec says; a BOM at the
-  // start is dropped. With {stream: true} a character split across chunks waits for the rest.
-  const decoder = new TextDecoder();
+  // Non-fatal: invalid bytes become U+FFFD, as the event-stream spec says. With
+  // {stream: true} a character split across chunks waits for the rest. ignoreBOM keeps
+  // every U+FEFF: workerd's decoder would drop one at the start of each decode() call,
+  // that is of any chunk, and the Python core already drops the stream's leading BOM.
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const encoder = new TextEncoder();
   return {
     start(controller) {

@@ -33,6 +33,13 @@ def test_the_worker_is_every_python_file_under_src_with_entry_first():
     assert sorted(names) == expected
 
 
+def test_the_es_modules_python_imports_are_bundled_as_wrangler_does():
+    scripts = [name for name, kind, _ in worker_modules(ROOT / "src" / "entry.py") if kind == "esModule"]
+    assert scripts == ["chat/relay.mjs"]
+    rules = PRODUCTION["rules"]
+    assert {"type": "ESModule", "globs": ["**/*.mjs"]} in rules
+
+
 def test_the_config_carries_wrangler_tomls_flags_vars_and_the_development_flag():
     text = config()
     for flag in [*PRODUCTION["compatibility_flags"], "python_workers_development"]:

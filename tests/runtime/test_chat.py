@@ -291,6 +291,23 @@ async def test_invalid_utf8_from_upstream_becomes_replacement_characters(start_r
     assert passthrough.body == raw + b"data: [DONE]\n\n", "the raw route passes bytes through untouched"
 
 
+async def test_only_the_streams_leading_byte_order_mark_is_dropped(start_runtime, http):
+    bom = "\ufeff".encode()
+    frame = b'data: {"response": "x\xef\xbb\xbfy"}\n\n'
+    cut = frame.index(bom)
+    steps = [
+        send_bytes(bom[:2]), send_bytes(bom[2:] + bom),  # the leading BOM, split; a second one
+        send_bytes(b'data: {"response": "ignored"}\n\n'),  # ...makes this line's field "\ufeffdata"
+        send_bytes(frame[:cut]), send_bytes(frame[cut:]),  # U+FEFF in the text, at a chunk's start
+        send_bytes(bom + b'data: {"response": "also ignored"}\n\n'),  # and at a line's start
+        send_bytes(b'data: {"response": "\xef\xbb\xbf"}\n\n'), done_frame(),  # a token that is U+FEFF
+    ]
+    runtime = start_runtime(scripted_options(steps))
+    result = await chat(http, runtime.url)
+    assert result.terminal.name == "done"
+    assert result.text == "x\ufeffy\ufeff"
+
+
 # --- not buffered; concurrency; logs ---------------------------------------------------
 
 

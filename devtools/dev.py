@@ -43,6 +43,11 @@ def local_worker_config(production: dict[str, Any], main: str | None = None, rat
     """
     config = {key: value for key, value in production.items() if key not in ("ai", "env")}
     config["main"] = str(ROOT / (main or production["main"]))
+    if main is not None:
+        # Another Worker (a benchmark's JS anchor) exports none of this Worker's Durable
+        # Object classes, and wrangler refuses to start one bound to classes it lacks.
+        config.pop("durable_objects", None)
+        config.pop("migrations", None)
     flags = list(production.get("compatibility_flags", []))
     config["compatibility_flags"] = flags + [flag for flag in DEV_FLAGS if flag not in flags]
     binding = production.get("ai", {}).get("binding", "AI")

@@ -39,3 +39,11 @@ def test_the_launcher_takes_a_rate_limit_of_zero_or_more():
     assert parse_args(["--rate-limit", "5"]).rate_limit == 5
     with pytest.raises(SystemExit):
         parse_args(["--rate-limit", "-1"])
+
+
+def test_another_main_module_is_served_without_the_workers_durable_objects():
+    own = local_worker_config(PRODUCTION)
+    assert own["durable_objects"] == PRODUCTION["durable_objects"] and own["migrations"] == PRODUCTION["migrations"]
+    anchor = local_worker_config(PRODUCTION, "bench/js_reframer/worker.js")
+    assert "durable_objects" not in anchor and "migrations" not in anchor
+    assert anchor["main"].endswith("bench/js_reframer/worker.js")

@@ -1,7 +1,7 @@
 // Import time of the Worker's own modules (src/sse, src/chat, src/entry.py) inside Pyodide
 // 314 (the same Pyodide as the local runtime's bundle), in Node. workerd freezes clocks
 // while code runs, so it cannot time an import itself. `js`/`pyodide` are Pyodide's own;
-// the runtime's `workers` module is stubbed with the two names entry.py takes from it.
+// the runtime's `workers` module is stubbed with the names the Worker takes from it.
 //   cold:   a fresh interpreter per repeat, first `import entry` (with every stdlib
 //           module the Worker pulls in beyond Pyodide's own start-up)
 //   warm:   in one interpreter, our modules purged and imported again from source
@@ -31,7 +31,11 @@ async function interpreter() {
   };
   pyodide.FS.mkdirTree("/app");
   copyTree(join(root, "src"));
-  pyodide.FS.writeFile("/app/workers.py", "class WorkerEntrypoint:\n    pass\n\nclass Response:\n    pass\n");
+  pyodide.FS.writeFile(
+    "/app/workers.py",
+    "class WorkerEntrypoint:\n    pass\n\nclass DurableObject:\n    pass\n\nclass Response:\n    pass\n\n" +
+      "def import_from_javascript(name):\n    raise ImportError(name)\n",
+  );
   pyodide.runPython(`import sys; sys.path.insert(0, "/app"); sys.dont_write_bytecode = True`);
   return pyodide;
 }

@@ -6,16 +6,15 @@
 // enqueue (docs/benchmarks.md has the figures). Here each chunk is one call into Python
 // with one string argument and one string result; nothing else crosses per chunk.
 
-// A network chunk larger than this is handed over in slices, so one huge chunk never costs
-// several times its size in Pyodide's memory at once (the wasm heap never shrinks).
-const MAX_SLICE_BYTES = 64 * 1024;
 const STREAMING = { stream: true };  // made once: an object per chunk is garbage per token
 
-// onStart(controller) once; onText(text) per slice of decoded upstream text, returning the
+// A chunk over maxSliceBytes is handed over in slices of that size (relay.py's
+// MAX_FEED_BYTES). onStart(controller) once; onText(text) per slice of decoded upstream
+// text, returning the
 // text to send ("" for none), or undefined once the stream is over (Python then has sent
 // its last frame and terminated the stream itself); onBroken(name) for a chunk that is not
 // bytes; onCancel() when the client goes away.
-export function pythonTransformer(onStart, onText, onBroken, onCancel) {
+export function pythonTransformer(maxSliceBytes, onStart, onText, onBroken, onCancel) {
   // Non-fatal: invalid bytes become U+FFFD, as the event-stream spec says. With
   // {stream: true} a character split across chunks waits for the rest. ignoreBOM keeps
   // every U+FEFF: workerd's decoder would drop one at the start of each decode() call,
@@ -36,7 +35,7 @@ export function pythonTransformer(onStart, onText, onBroken, onCancel) {
       do {
         let text;
         try {
-          const slice = bytes.byteLength > MAX_SLICE_BYTES ? bytes.subarray(at, at + MAX_SLICE_BYTES) : bytes;
+          const slice = bytes.byteLength > maxSliceBytes ? bytes.subarray(at, at + maxSliceBytes) : bytes;
           text = decoder.decode(slice, STREAMING);
         } catch (error) {
           onBroken(error?.name ?? "Error");  // a detached buffer, say
@@ -45,7 +44,7 @@ export function pythonTransformer(onStart, onText, onBroken, onCancel) {
         const out = onText(text);
         if (out === undefined) return;
         if (out) controller.enqueue(encoder.encode(out));
-        at += MAX_SLICE_BYTES;
+        at += maxSliceBytes;
       } while (at < bytes.byteLength);
     },
     cancel() {

@@ -36,7 +36,7 @@ PIPE_OPTIONS = {"preventClose": True, "preventAbort": True}
 # A network chunk larger than this is fed in slices of this size, so one huge chunk never
 # costs several times its size in Pyodide's memory at once (its text and output on top
 # of its bytes: the wasm heap grows to its peak and never shrinks). relay.mjs slices the
-# streamed path's chunks the same way.
+# streamed path's chunks by it; chat/collect.py the collected path's.
 MAX_FEED_BYTES = 64 * 1024
 
 _plumbing: Any = None  # relay.mjs, imported on first use (it needs a request's context)
@@ -76,7 +76,7 @@ class StreamRelay:
         """Start relaying; returns the ReadableStream to use as the Response body."""
         try:
             transformer = plumbing().pythonTransformer(
-                self._proxy(self._on_start), self._proxy(self._on_text), self._proxy(self._on_broken),
+                MAX_FEED_BYTES, self._proxy(self._on_start), self._proxy(self._on_text), self._proxy(self._on_broken),
                 self._proxy(self._on_cancel),
             )
             stream = js.TransformStream.new(transformer)
@@ -97,8 +97,9 @@ class StreamRelay:
 
     def _on_start(self, controller: Any) -> None:
         self._controller = controller
-        # Looked up once: each lookup on a JsProxy converts the name and makes a new
-        # method proxy, a visible share of the per-chunk cost.
+        # Looked up once: each lookup on a JsProxy converts the name and makes a new method
+        # proxy. Only Python's own frames (meta, pings, endings) are enqueued from here;
+        # relay.mjs enqueues each chunk's output.
         self._enqueue = controller.enqueue
         self._tick_proxy = self._proxy(self._on_tick)
         now = time.monotonic()
@@ -113,16 +114,16 @@ class StreamRelay:
         try:
             # The core speaks bytes; the round trip through UTF-8 costs well under a
             # microsecond, and its output is always valid UTF-8.
-            out = lifecycle.chunk(text.encode(), now).decode()
+            out = lifecycle.chunk(text.encode(), now)
         except Exception as exc:  # noqa: BLE001 - a bug must still end the answer with a frame
-            out = lifecycle.broken(now, type(exc).__name__).decode()
+            out = lifecycle.broken(now, type(exc).__name__)
         if lifecycle.over:
             # A terminal frame went out ([DONE], a cap, a bug): terminating makes the
             # pipe cancel the upstream, so nothing it does afterwards changes anything.
-            self._send(out.encode())
+            self._send(out)
             self._terminate()
             return None
-        return out
+        return out.decode()
 
     def _on_broken(self, detail: str) -> None:
         # An upstream chunk that is not bytes: the answer ends with `internal_error`.

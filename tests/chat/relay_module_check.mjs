@@ -11,6 +11,7 @@ function run(chunks, { overAfter = Infinity } = {}) {
   let broken = null;
   let cancelled = false;
   const transformer = pythonTransformer(
+    SLICE,
     () => {},
     (text) => { seen.push(text); return seen.length > overAfter ? undefined : text.toUpperCase(); },
     (name) => { broken = name; },

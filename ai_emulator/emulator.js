@@ -1,8 +1,13 @@
 // Workers AI emulator: a Worker that the chat Worker reaches through a service binding
 // named AI, so `env.AI.run(model, inputs, options)` crosses the same RPC boundary as the
 // real binding. It answers with deterministic replies framed like Workers AI, or replays
-// a test script. Settings arrive as [vars] written by the dev launcher:
-//   AI_FORMAT             "native" (default) or "openai"
+// a test script. It obeys the model catalog (src/chat/catalog.py, handed over as
+// AI_CATALOG): an unknown or retired model fails to start with 5007 as the binding does,
+// a paid-only one with 5035 on the Free plan, and each model streams in its own framing,
+// thinking first where it thinks. Settings arrive as [vars] written by the dev launcher:
+//   AI_CATALOG            the catalog as JSON (required)
+//   AI_FORMAT             "native" or "openai": every model streams that way (default: its own)
+//   AI_PLAN               "paid" (default) or "free": the account's Workers plan
 //   AI_TOKENS_PER_SECOND  pacing; "0" sends as fast as the consumer pulls (default 40)
 //   AI_REPLY_TOKENS       force the reply length (default: 60-300, derived from the messages)
 //   AI_FRAMES_PER_CHUNK   frames per network chunk when unpaced (default 3)
@@ -42,6 +47,13 @@ function seededRandom(seed) {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Thinking words: reasoning deltas come from their own vocabulary, so a test can tell
+// reasoning counted as answer text.
+const THOUGHTS = [" hmm", " let", " me", " think", " first", " consider", " maybe", " so", " ok", " 考虑", " 🤔"];
+// Reasoning tokens by effort, spent from the same max_tokens budget as the answer (so a
+// thinking model can spend the whole budget thinking, as real ones do).
+const REASONING_TOKENS = { none: 0, low: 8, medium: 24, high: 48, max: 64 };
 const log = (record) => console.log(JSON.stringify(record));
 
 function lastUserContent(messages) {
@@ -53,20 +65,27 @@ function lastUserContent(messages) {
 
 // A reply is drawn lazily from generators seeded by the conversation, so a 100,000-token
 // benchmark reply costs the emulator no memory to speak of.
-function replyFor(inputs, settings) {
+function replyFor(inputs, settings, thinking = 0, cachedTokens = null) {
   const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
   const seed = fnv1a(JSON.stringify(messages));
   const tokenRandom = seededRandom(seed);
-  let count = settings.replyTokens || 60 + Math.floor(tokenRandom() * 241);
-  if (Number.isInteger(inputs.max_tokens) && inputs.max_tokens > 0) count = Math.min(count, inputs.max_tokens);
+  const budget = Number.isInteger(inputs.max_tokens) && inputs.max_tokens > 0 ? inputs.max_tokens : Infinity;
+  const reasoningCount = Math.min(thinking, budget);
+  const wanted = settings.replyTokens || 60 + Math.floor(tokenRandom() * 241);
+  const count = Math.min(wanted, budget - reasoningCount);
   const promptTokens = Math.max(1, Math.ceil(JSON.stringify(messages).length / 4));
+  const completion = reasoningCount + count;
+  const usage = { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
+  if (cachedTokens !== null) usage.prompt_tokens_details = { cached_tokens: cachedTokens };
   return {
     seed,
     count,
+    reasoningCount,
     nextToken: () => VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)],
+    nextThought: () => THOUGHTS[Math.floor(tokenRandom() * THOUGHTS.length)],
     random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
-    usage: { prompt_tokens: promptTokens, completion_tokens: count, total_tokens: promptTokens + count },
-    truncated: count === inputs.max_tokens,
+    usage,
+    truncated: completion >= budget,
     stamp: settings.stampTokens,
   };
 }
@@ -87,15 +106,32 @@ function* nativeFrames(reply) {
   yield { response: "", usage: reply.usage };
 }
 
-function* openaiFrames(reply, model) {
+// OpenAI-style chunks as the binding streams them for vLLM-served models (the shapes of
+// workers-ai-provider's fixtures and the 2026-02-17 changelog): id, created and model on
+// every chunk; the role first; reasoning deltas before the answer, in the model's own
+// field; running usage on every chunk; finish_reason only on the usage chunk; a last
+// chunk with no choices; then [DONE] (added by the caller).
+function* openaiFrames(reply, model, reasoningField) {
   const id = `chatcmpl-${reply.seed.toString(16)}`;
-  const chunk = (choices, extra = {}) => ({ id, object: "chat.completion.chunk", created: 1764000000, model, choices, ...extra });
+  const created = Math.floor(Date.now() / 1000);
+  const { prompt_tokens: prompt, prompt_tokens_details: details } = reply.usage;
+  const usageAfter = (completion) => ({
+    prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion,
+    ...(details ? { prompt_tokens_details: details } : {}),
+  });
+  const chunk = (delta, completion, finish = null) => ({
+    id, object: "chat.completion.chunk", created, model,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish, ...(finish ? { stop_reason: null } : {}) }],
+    usage: usageAfter(completion),
+  });
+  yield chunk({ role: "assistant", content: "" }, 0);
+  let completion = 0;
+  for (let i = 0; i < reply.reasoningCount; i++) yield chunk({ [reasoningField]: reply.nextThought() }, ++completion);
   for (let i = 0; i < reply.count; i++) {
-    const content = reply.nextToken();
-    yield chunk([{ index: 0, delta: i === 0 ? { role: "assistant", content } : { content }, finish_reason: null }]);
+    yield chunk({ content: reply.stamp ? `<t=${Date.now()}>` : reply.nextToken() }, ++completion);
   }
-  yield chunk([{ index: 0, delta: {}, finish_reason: reply.truncated ? "length" : "stop" }]);
-  yield chunk([], { usage: reply.usage });
+  yield chunk({ content: "" }, completion, reply.truncated ? "length" : "stop");
+  yield { id, object: "chat.completion.chunk", created, model, choices: [], usage: usageAfter(completion) };
 }
 
 const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string" ? payload : JSON.stringify(payload)}\n\n`);
@@ -103,9 +139,9 @@ const sseFrame = (payload) => encoder.encode(`data: ${typeof payload === "string
 // The generated reply as network chunks. Paced: one tick per token, each sending a random
 // share of what is pending, so boundaries fall inside frames and inside characters.
 // Unpaced (benchmarks): about AI_FRAMES_PER_CHUNK frames a chunk, cut at random points.
-async function* generatedChunks(inputs, model, settings) {
-  const reply = replyFor(inputs, settings);
-  const frames = settings.format === "openai" ? openaiFrames(reply, model) : nativeFrames(reply);
+async function* generatedChunks(reply, model, framing, reasoningField) {
+  const settings = reply.settings;
+  const frames = framing === "openai" ? openaiFrames(reply, model, reasoningField) : nativeFrames(reply);
   const interval = settings.tokensPerSecond > 0 ? 1000 / settings.tokensPerSecond : 0;
   const perTick = interval ? 1 : settings.framesPerChunk;
   let pending = new Uint8Array(0);
@@ -207,11 +243,14 @@ function nativeStream(source, ctx) {
 
 function readSettings(env) {
   const script = env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
-  const format = env.AI_FORMAT || "native";
-  if (format !== "native" && format !== "openai") throw new Error(`AI_FORMAT must be native or openai, got ${format}`);
+  const format = env.AI_FORMAT || null;
+  if (format !== null && format !== "native" && format !== "openai") throw new Error(`AI_FORMAT must be native or openai, got ${format}`);
+  if (!env.AI_CATALOG) throw new Error("AI_CATALOG is missing: start the emulator with devtools/dev.py");
   return {
     script,
     format,
+    catalog: JSON.parse(env.AI_CATALOG),
+    plan: env.AI_PLAN || "paid",
     tokensPerSecond: Number(env.AI_TOKENS_PER_SECOND ?? "40"),
     replyTokens: Number(env.AI_REPLY_TOKENS ?? "0"),
     framesPerChunk: Math.max(1, Number(env.AI_FRAMES_PER_CHUNK ?? "3")),
@@ -219,29 +258,140 @@ function readSettings(env) {
   };
 }
 
+// The binding's failures, as "<code>: <description>" (workers-ai/platform/errors).
+class InferenceUpstreamError extends Error {
+  constructor(code, description) {
+    super(`${code}: ${description}`);
+    this.name = "InferenceUpstreamError";
+  }
+}
+
+// The model a request reaches: the catalog's entry, following an alias of a retired one.
+// Throws what the binding throws for a model it does not serve.
+function resolveModel(model, settings) {
+  const { models, retired } = settings.catalog;
+  const alias = retired[model]?.aliased_to;
+  const entry = models[alias ?? model];
+  if (!entry) throw new InferenceUpstreamError(5007, `No such model ${model} or task`);
+  if (entry.paid_only && settings.plan === "free") {
+    throw new InferenceUpstreamError(5035, "This model requires a Workers Paid plan. See pricing for details.");
+  }
+  return entry;
+}
+
+// How many reasoning tokens this request gets, from the model's defaults and the inputs
+// that steer them; inputs outside the model's schema are refused as the binding does.
+function thinkingTokens(entry, inputs) {
+  const reasoning = entry.reasoning;
+  const effort = inputs.reasoning_effort;
+  const kwargs = inputs.chat_template_kwargs;
+  if (effort !== undefined && effort !== null && !(reasoning?.efforts ?? []).includes(effort)) {
+    throw new InferenceUpstreamError(8001, "Invalid input");
+  }
+  if (kwargs !== undefined) {
+    const allowed = reasoning?.switch ? [reasoning.switch, "clear_thinking"] : [];
+    if (typeof kwargs !== "object" || kwargs === null || Object.keys(kwargs).some((key) => !allowed.includes(key))) {
+      throw new InferenceUpstreamError(8001, "Invalid input");
+    }
+  }
+  if (!reasoning?.field) return 0;
+  const switched = kwargs?.[reasoning.switch];
+  const on = typeof switched === "boolean" ? switched : reasoning.on_by_default;
+  if (!on || effort === "none") return 0;
+  return REASONING_TOKENS[effort ?? "medium"] ?? REASONING_TOKENS.medium;
+}
+
+// Prefix caching: an instance keeps the prompts it has seen, so a request that names the
+// same session (x-session-affinity) and repeats an earlier prompt's first messages reads
+// them from the cache, in whole blocks. Without the header a request may land anywhere:
+// nothing cached. Bounded: the oldest sessions are forgotten first.
+const CACHE_BLOCK_TOKENS = 16;
+const MAX_CACHED_SESSIONS = 512;
+const sessions = new Map();
+
+function cachedPromptTokens(session, messages) {
+  if (!session) return 0;
+  const digests = messages.map((message) => fnv1a(JSON.stringify(message)));
+  const seen = sessions.get(session) ?? [];
+  let tokens = 0;
+  for (let i = 0; i < Math.min(seen.length, digests.length) && seen[i].digest === digests[i]; i++) tokens += seen[i].tokens;
+  sessions.delete(session);
+  sessions.set(session, digests.map((digest, i) => ({ digest, tokens: Math.ceil(JSON.stringify(messages[i]).length / 4) })));
+  if (sessions.size > MAX_CACHED_SESSIONS) sessions.delete(sessions.keys().next().value);
+  return Math.floor(tokens / CACHE_BLOCK_TOKENS) * CACHE_BLOCK_TOKENS;
+}
+
+// What reached the binding, for tests and people: the names of the inputs and options,
+// and the settings among them, never the messages.
+const SETTINGS_LOGGED = ["max_tokens", "temperature", "top_p", "frequency_penalty", "presence_penalty", "seed",
+  "reasoning_effort", "chat_template_kwargs"];
+
+function describeCall(inputs, options) {
+  const settings = {};
+  for (const name of SETTINGS_LOGGED) if (inputs?.[name] !== undefined) settings[name] = inputs[name];
+  const headers = options?.extraHeaders ?? {};
+  const gateway = options?.gateway;
+  return {
+    inputs: Object.keys(inputs ?? {}).sort(),
+    options: Object.keys(options ?? {}).sort(),
+    settings,
+    session_affinity: headers["x-session-affinity"] ?? null,
+    ...(gateway ? { gateway: { id: gateway.id, skipCache: gateway.skipCache ?? false, metadata: gateway.metadata ?? {} } } : {}),
+  };
+}
+
+// The log id of the most recent run through a gateway, as `env.AI.aiGatewayLogId` gives it.
+let lastGatewayLogId = null;
+
 export default class WorkersAIEmulator extends WorkerEntrypoint {
+  get aiGatewayLogId() {
+    return lastGatewayLogId;
+  }
+
   async run(model, inputs, options) {
     const settings = readSettings(this.env);
     const context = { model, call: crypto.randomUUID() };
     // A script may give some models, or some prompts (the last user message), a script of
     // their own: fallbacks, and whole fault matrices served by one runtime.
-    const prompt = lastUserContent(Array.isArray(inputs?.messages) ? inputs.messages : []);
+    const messages = Array.isArray(inputs?.messages) ? inputs.messages : [];
+    const prompt = lastUserContent(messages);
     const script = settings.script?.models?.[model] ?? settings.script?.prompts?.[prompt] ?? settings.script;
-    log({ event: "ai_run", ...context, stream: Boolean(inputs?.stream), format: settings.format, scripted: Boolean(script) });
+    const described = describeCall(inputs, options);
+    let entry;
+    try {
+      entry = resolveModel(model, settings);
+    } catch (error) {
+      log({ event: "ai_run", ...context, ...described, refused: error.message.split(":")[0] });
+      throw error;
+    }
+    const framing = settings.format ?? entry.framing;
+    const aliased = entry.id !== model ? { aliased_to: entry.id } : {};
+    lastGatewayLogId = options?.gateway ? `01${crypto.randomUUID().replaceAll("-", "").slice(0, 24).toUpperCase()}` : null;
+    const gatewayLog = lastGatewayLogId ? { gateway_log_id: lastGatewayLogId } : {};
+    log({ event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: Boolean(script) });
+    const thinking = thinkingTokens(entry, inputs ?? {});
+    const cached = entry.prompt_caching && framing === "openai" ? cachedPromptTokens(described.session_affinity, messages) : null;
     if (script?.start_delay_ms) await sleep(script.start_delay_ms);
     if (script?.fail_start) {
       log({ event: "ai_start_failed", ...context });
       throw new Error(script.fail_start);
     }
-    const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(inputs, model, settings);
+    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached), settings };
     if (inputs?.stream) {
+      const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(reply, entry.id, framing, entry.reasoning?.field);
       const stream = streamFrom(chunks, context);
       return canError(script) ? nativeStream(stream, this.ctx) : stream;
     }
-    const reply = replyFor(inputs, settings);
     let response = "";
     for (let i = 0; i < reply.count; i++) response += reply.nextToken();
-    return { response, usage: reply.usage };
+    if (framing === "native") return { response, usage: reply.usage };
+    let reasoning = "";
+    for (let i = 0; i < reply.reasoningCount; i++) reasoning += reply.nextThought();
+    const message = { role: "assistant", content: response, ...(reasoning ? { [entry.reasoning.field]: reasoning } : {}) };
+    return {
+      id: `chatcmpl-${reply.seed.toString(16)}`, object: "chat.completion", created: Math.floor(Date.now() / 1000), model: entry.id,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: reply.truncated ? "length" : "stop" }], usage: reply.usage,
+    };
   }
 
   async fetch() {

@@ -1,12 +1,14 @@
 """Run the chat Worker and the Workers AI emulator in real workerd, offline.
 
     python devtools/dev.py [--port N] [--var KEY:VALUE ...] [--ai-script FILE]
-                           [--ai-format native|openai] [--ai-pace TOKENS_PER_S]
-                           [--rate-limit N]
+                           [--ai-format native|openai] [--ai-plan paid|free]
+                           [--ai-pace TOKENS_PER_S] [--rate-limit N]
 
 The Worker's local configuration is derived from wrangler.toml (the production file
 stays the single source of [vars]): the development compatibility flags are added and
-the AI binding becomes a service binding to the emulator; --rate-limit replaces the
+the AI binding becomes a service binding to the emulator, which is handed the model
+catalog (src/chat/catalog.py) so that it streams each model as Workers AI does (--ai-format
+overrides the framing for every model); --rate-limit replaces the
 limit of the rate limiter binding. wrangler runs both Workers in one workerd, started
 through devtools/workerd-offline so the Pyodide development bundle is loaded from disk.
 Prints wrangler's "Ready on http://..." line and every log line; Ctrl-C (or SIGTERM)
@@ -29,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+from chat import catalog  # noqa: E402 - pure Python: the Worker's own model catalog
 WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
 BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"
 EMULATOR_NAME = "workers-ai-emulator"
@@ -66,7 +70,9 @@ def local_worker_config(production: dict[str, Any], main: str | None = None, rat
 
 
 def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[str, Any]:
-    variables = {"AI_FORMAT": args.ai_format, "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
+    variables = {"AI_CATALOG": catalog.as_json(), "AI_PLAN": args.ai_plan, "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
+    if args.ai_format:
+        variables["AI_FORMAT"] = args.ai_format
     if args.ai_reply_tokens:
         variables["AI_REPLY_TOKENS"] = str(args.ai_reply_tokens)
     variables["AI_FRAMES_PER_CHUNK"] = str(args.ai_frames_per_chunk)
@@ -109,7 +115,10 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ip", default="127.0.0.1")
     parser.add_argument("--var", action="append", default=[], metavar="KEY:VALUE", help="override a [vars] entry")
     parser.add_argument("--ai-script", metavar="FILE", help="replay this JSON script for every AI call")
-    parser.add_argument("--ai-format", choices=("native", "openai"), default="native")
+    parser.add_argument("--ai-format", choices=("native", "openai"), default=None,
+                        help="stream every model this way (default: each model's own framing, from the catalog)")
+    parser.add_argument("--ai-plan", choices=("paid", "free"), default="paid",
+                        help="the account's Workers plan: on free, paid-only models fail with 5035")
     parser.add_argument("--ai-pace", type=float, default=40.0, metavar="TOKENS_PER_S", help="0 = unpaced")
     parser.add_argument("--ai-reply-tokens", type=int, default=0, metavar="N", help="force the reply length")
     parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")

@@ -39,8 +39,11 @@ def error_body(error: ApiError, request_id: str) -> str:
     return json.dumps({"error": {"code": error.code, "message": error.message}, "request_id": request_id})
 
 
-# Workers AI reports failures as "<code>: <description>"; these codes mean "try later".
+# Workers AI reports failures as "<code>: <description>" (its errors table,
+# workers-ai/platform/errors, last updated 2026-09-17); these codes mean "try later".
 RATE_LIMIT_CODES = frozenset({3040, 3036})
+# And these that the model is not there for this account: our code for each.
+MODEL_REFUSED_CODES = {5007: "no_such_model", 5035: "model_requires_paid_plan"}
 
 
 # A provider message can be any length; its code, if any, is within the first prefixes.

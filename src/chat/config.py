@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from sse import MAX_PADDING
 
+from . import catalog
 from .lifecycle import Timeouts
 
 
@@ -36,6 +37,7 @@ class Config:
     openai_system_messages: bool = True
     resume_grace_ms: int = 60_000  # a resumable answer nobody reads for this long is stopped
     resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
+    ai_gateway_id: str | None = None  # AI_GATEWAY_ID: every model call goes through this gateway
 
     @property
     def timeouts(self) -> Timeouts:
@@ -99,7 +101,24 @@ class Config:
             openai_system_messages=choice("OPENAI_SYSTEM_MESSAGES", {"accept": True, "refuse": False}, "accept"),
             resume_grace_ms=integer("RESUME_GRACE_MS", cls.resume_grace_ms, 1),
             resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
+            ai_gateway_id=text("AI_GATEWAY_ID", "").strip() or None,
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")
+        check_models(config.models, allow_unlisted=choice("ALLOW_UNLISTED_MODELS", {"false": False, "true": True}, "false"))
         return config
+
+
+def check_models(models: tuple[str, ...], *, allow_unlisted: bool) -> None:
+    """Raises ConfigError for a model the catalog marks retired (Workers AI answers 5007,
+    or another model at another price), and for one it does not list unless
+    ALLOW_UNLISTED_MODELS is true (the catalog grows faster than it is updated)."""
+    for position, model_id in enumerate(models):
+        name = "MODEL" if position == 0 else "FALLBACK_MODELS"
+        entry = catalog.lookup(model_id)
+        if isinstance(entry, catalog.Retired):
+            instead = f"; Workers AI now answers it with {entry.aliased_to}" if entry.aliased_to else ""
+            raise ConfigError(f"{name}: {model_id} was retired by Workers AI on {entry.retired}{instead} (chat/catalog.py lists current models)")
+        if entry is None and not allow_unlisted:
+            raise ConfigError(f"{name}: {model_id[:100]} is not in the model catalog (chat/catalog.py); "
+                              "set ALLOW_UNLISTED_MODELS to true to use it anyway")

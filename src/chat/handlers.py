@@ -31,11 +31,12 @@ from .exchange import Exchange, Reply
 from .lifecycle import StreamLifecycle
 from .limiter import spend
 from .logs import log
+from .model_call import model_call
 from .openai_api import model_list, validate_completion
 from .rate_limit import client_key, limited_route
 from .relay import StreamRelay
 from .routes import Admitted, admit
-from .upstream import start_model_stream
+from .upstream import Started, start_model_stream
 from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 
 Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
@@ -80,17 +81,17 @@ async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_chat(await _read_payload(edge, config), config)
     if turn.resumable:
-        return await _chat_resumable(edge, exchange, config, turn, resumable.reader_format(exchange.request.header("accept")))
+        return await _chat_resumable(edge, exchange, admitted, turn, resumable.reader_format(exchange.request.header("accept")))
     encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.request.header("accept")) else SSEEncoder()
-    return await _stream(edge, exchange, config, turn, encoder, route="chat")
+    return await _stream(edge, exchange, admitted, turn, encoder)
 
 
 async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_ui_chat(await _read_payload(edge, config), config)
     if turn.resumable:
-        return await _chat_resumable(edge, exchange, config, turn, "ui")
-    return await _stream(edge, exchange, config, turn, UIMessageStreamEncoder(), route="ui-chat")
+        return await _chat_resumable(edge, exchange, admitted, turn, "ui")
+    return await _stream(edge, exchange, admitted, turn, UIMessageStreamEncoder())
 
 
 async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
@@ -98,18 +99,19 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
     turn = validate_chat(await _read_payload(edge, config), config)
     if turn.resumable:
         raise ApiError("invalid_request", "resumable: /api/chat/raw passes the model's stream through; use /api/chat.", param="resumable")
-    model, upstream = await _start_model(edge, exchange, config, turn)
-    log("chat_stream_started", request_id=exchange.request_id, model=model, route="raw")
+    started = await _start_model(edge, exchange, admitted, turn)
+    log("chat_stream_started", **_log_fields(exchange, "raw", started))
     # Untouched: workerd pipes the model's bytes to the client natively. If the model stream
     # fails mid-way the client's body is cut short and workerd's HTTP server logs its own
     # "Uncaught exception: ... disconnected prematurely" (no provider text). Piping through
     # JS to catch that would still end in an errored body (the same line), or in a clean
     # close that a pass-through client could not tell from a finished answer.
-    return exchange.reply(upstream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
+    return exchange.reply(started.stream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
 
 
-async def _chat_resumable(edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, format: str) -> Reply:
-    body, headers = await resumable.start(edge.env, config, turn, request_id=exchange.request_id, format=format)
+async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, format: str) -> Reply:
+    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=_client(exchange, admitted))
+    body, headers = await resumable.start(edge.env, turn, call, request_id=exchange.request_id, format=format)
     return exchange.reply(body, 200, headers)
 
 
@@ -136,17 +138,18 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     if request.stream:
         encoder: Encoder = OpenAIChunkEncoder(created=created, max_tokens=max_tokens, include_usage=request.include_usage)
         padding = config.padding if request.obfuscation else 0
-        return await _stream(edge, exchange, config, request.turn, encoder, route="openai-chat",
+        return await _stream(edge, exchange, admitted, request.turn, encoder,
                              models=request.models, padding=padding, stop=request.stop)
-    model, upstream = await _start_model(edge, exchange, config, request.turn, request.models)
-    reframer = Reframer(request_id=exchange.request_id, model=model, max_padding=0, stop=request.stop,
-                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens))
+    started = await _start_model(edge, exchange, admitted, request.turn, request.models)
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.stop,
+                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id)
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
     timeouts = replace(config.timeouts, ping_interval=math.inf)
     lifecycle = StreamLifecycle(reframer, timeouts, now=time.monotonic())
-    log("chat_stream_started", request_id=exchange.request_id, model=model, route="openai-chat")
-    body = await collect(upstream, lifecycle, log_fields={"request_id": exchange.request_id, "model": model, "route": "openai-chat"})
+    fields = _log_fields(exchange, "openai-chat", started)
+    log("chat_stream_started", **fields)
+    body = await collect(started.stream, lifecycle, log_fields=fields)
     code = reframer.last_error_code
     status = 200 if code is None else ERROR_CODES[code].status
     return exchange.reply(body.decode(), status, {"content-type": http.JSON_TYPE})
@@ -157,25 +160,40 @@ async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) ->
 
 
 async def _stream(
-    edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, encoder: Encoder, *, route: str,
+    edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, encoder: Encoder, *,
     models: tuple[str, ...] | None = None, padding: int | None = None, stop: tuple[str, ...] = (),
 ) -> Reply:
-    model, upstream = await _start_model(edge, exchange, config, turn, models)
-    reframer = Reframer(request_id=exchange.request_id, model=model, encoder=encoder, stop=stop,
-                        max_padding=config.padding if padding is None else padding)
+    config, route = admitted.config, admitted.route.name
+    started = await _start_model(edge, exchange, admitted, turn, models)
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop,
+                        max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id)
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
-        upstream=upstream, lifecycle=lifecycle, keep_alive=edge.keep_alive,
-        log_fields={"request_id": exchange.request_id, "model": model, "route": route},
+        upstream=started.stream, lifecycle=lifecycle, keep_alive=edge.keep_alive,
+        log_fields=_log_fields(exchange, route, started),
     )
     return exchange.reply(relay.readable(), 200, encoder.headers)
 
 
 async def _start_model(
-    edge: JsEdge, exchange: Exchange, config: Config, turn: ChatTurn, models: tuple[str, ...] | None = None
-) -> tuple[str, Any]:
-    inputs = turn.model_inputs(config.system_prompt)
-    return await start_model_stream(edge.env.AI, inputs, config, exchange.request_id, edge.keep_alive, models)
+    edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, models: tuple[str, ...] | None = None
+) -> Started:
+    config, route = admitted.config, admitted.route.name
+    call = model_call(turn, config, request_id=exchange.request_id, route=route, client=_client(exchange, admitted))
+    return await start_model_stream(edge.env.AI, call, config, exchange.request_id, edge.keep_alive, models)
+
+
+def _log_fields(exchange: Exchange, route: str, started: Started) -> dict[str, Any]:
+    # The gateway's log id, where there is one, ties this request's lines to its entry there.
+    fields = {"request_id": exchange.request_id, "model": started.model, "route": route}
+    if started.gateway_log_id is not None:
+        fields["gateway_log_id"] = started.gateway_log_id
+    return fields
+
+
+def _client(exchange: Exchange, admitted: Admitted) -> str:
+    # The rate limiter's key for this client: its token's digest, or its address.
+    return client_key(token=admitted.token, ip=exchange.request.header("cf-connecting-ip")).value
 
 
 # Health and preflights are answered by routing; every other route by its handler.

@@ -16,12 +16,19 @@ from sse import openai_error
 
 from .api_errors import ApiError, invalid_request
 from .config import Config
-from .validation import ChatTurn, checked_max_tokens, checked_messages, checked_number, checked_temperature
+from .validation import (
+    ChatTurn,
+    checked_gateway_options,
+    checked_max_tokens,
+    checked_messages,
+    checked_reasoning_effort,
+    checked_sampling,
+    checked_temperature,
+)
 
 MAX_STOP_SEQUENCES = 4  # OpenAI's own limit
 MAX_STOP_CHARS = 256
 MAX_SEED = 9_999_999_999  # Workers AI's bound on `seed`
-MAX_PENALTY = 2.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,8 +83,10 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     turn = ChatTurn(
         messages=checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages),
         max_tokens=_max_tokens(payload, config),
-        temperature=checked_temperature(payload.get("temperature")),
-        options=_model_options(payload),
+        temperature=checked_temperature(payload.get("temperature"), models),
+        options=_model_options(payload, models),
+        reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
+        skip_cache=checked_gateway_options(payload.get("gateway")),
     )
     return CompletionRequest(
         turn=turn,
@@ -169,13 +178,13 @@ def _max_tokens(payload: dict[str, Any], config: Config) -> int:
     return budget
 
 
-def _model_options(payload: dict[str, Any]) -> tuple[tuple[str, float | int], ...]:
+def _model_options(payload: dict[str, Any], models: tuple[str, ...]) -> tuple[tuple[str, float | int], ...]:
+    # Ranges as the models' own schemas give them (chat.catalog), narrowed to what every
+    # model that may answer (the fallbacks) takes.
     options: list[tuple[str, float | int]] = []
-    if payload.get("top_p") is not None:
-        options.append(("top_p", checked_number(payload["top_p"], "top_p", 0, 1)))
-    for field in ("frequency_penalty", "presence_penalty"):
+    for field in ("top_p", "frequency_penalty", "presence_penalty"):
         if payload.get(field) is not None:
-            options.append((field, checked_number(payload[field], field, 0, MAX_PENALTY)))
+            options.append((field, checked_sampling(payload[field], field, models)))
     seed = payload.get("seed")
     if seed is not None:
         if type(seed) is not int or not 0 <= seed <= MAX_SEED:

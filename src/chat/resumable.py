@@ -15,7 +15,7 @@ from sse import NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder, parse_event_i
 
 from . import http
 from .api_errors import ApiError
-from .config import Config
+from .model_call import ModelCall
 from .validation import ChatTurn, is_chat_id
 
 OBJECT_ORIGIN = "https://chat-stream"  # any origin: the binding routes by object id
@@ -31,7 +31,7 @@ def stream_headers(format: str) -> dict[str, str]:
     return encoders.get(format, SSEEncoder)().headers
 
 
-async def start(env: Any, config: Config, turn: ChatTurn, *, request_id: str, format: str) -> tuple[Any, dict[str, str]]:
+async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, format: str) -> tuple[Any, dict[str, str]]:
     """Starts the answer in a new object (or the chat's own, for the AI SDK); returns the
     first reader's body and headers. Raises the start's ApiError (429, 502, 504)."""
     namespace = env.CHAT_STREAMS
@@ -46,7 +46,7 @@ async def start(env: Any, config: Config, turn: ChatTurn, *, request_id: str, fo
         "kind": "ui" if format == "ui" else "chat",
         "format": format,
         "stream_id": stream_id,
-        "inputs": turn.model_inputs(config.system_prompt),
+        **call.as_order(),
     }
     response = await _call(namespace, object_id, "POST", "/start", json.dumps(order))
     return response.body, stream_headers(format)

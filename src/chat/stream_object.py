@@ -44,6 +44,7 @@ from .config import Config
 from .edge import read_config
 from .lifecycle import StreamLifecycle
 from .logs import log
+from .model_call import ModelCall
 from .relay import StreamRelay
 from .upstream import start_model_stream
 
@@ -141,8 +142,8 @@ class ChatStream(DurableObject):
             relay = self._relay
             relay.stop("stopped")
             await asyncio.wait({relay.settled, self._relay_ended}, timeout=STOP_WAIT_S, return_when=asyncio.ALL_COMPLETED)
-        model, upstream = await start_model_stream(
-            self.env.AI, order["inputs"], config, request_id, self._keep_alive
+        model, upstream, gateway_log_id = await start_model_stream(
+            self.env.AI, ModelCall.from_order(order), config, request_id, self._keep_alive
         )
         for statement in SCHEMA:
             self._sql.exec(statement)
@@ -156,11 +157,13 @@ class ChatStream(DurableObject):
         self._answer = {"kind": kind, "request_id": request_id, "serial": serial, "live": True, "ended_at": None}
         encoder = UIMessageStreamEncoder() if kind == "ui" else SSEEncoder()
         stream_id = order.get("stream_id")
-        reframer = Reframer(request_id=request_id, model=model, encoder=encoder, max_padding=config.padding, stream_id=stream_id)
+        reframer = Reframer(request_id=request_id, model=model, encoder=encoder, max_padding=config.padding, stream_id=stream_id,
+                            gateway_log_id=gateway_log_id)
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
         relay = StreamRelay(
             upstream=upstream, lifecycle=lifecycle, keep_alive=self._keep_alive,
-            log_fields={"request_id": request_id, "model": model, "route": f"{kind}-resumable"},
+            log_fields={"request_id": request_id, "model": model, "route": f"{kind}-resumable",
+                        **({"gateway_log_id": gateway_log_id} if gateway_log_id else {})},
         )
         self._relay = relay
         self._relay_ended = asyncio.get_event_loop().create_future()

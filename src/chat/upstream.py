@@ -5,14 +5,24 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import js
 from pyodide.ffi import JsException, to_js
 
-from .api_errors import RATE_LIMIT_CODES, ApiError, binding_error_code
+from .api_errors import MODEL_REFUSED_CODES, RATE_LIMIT_CODES, ApiError, binding_error_code
 from .config import Config
 from .logs import log
+from .model_call import ModelCall
+
+# A gateway log id is a short token (a ULID today); anything else is not copied anywhere.
+MAX_GATEWAY_LOG_ID_CHARS = 64
+
+
+class Started(NamedTuple):
+    model: str
+    stream: Any  # the JS ReadableStream of the model's events
+    gateway_log_id: str | None  # the AI Gateway's log entry for the call, when it went through one
 
 
 def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, Any]]:
@@ -22,6 +32,8 @@ def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, A
     if code in RATE_LIMIT_CODES:
         headers = {"retry-after": str(config.retry_after_s)}
         return ApiError("rate_limited", headers=headers), {"reason": "rate_limited", "binding_code": code}
+    if code in MODEL_REFUSED_CODES:
+        return ApiError(MODEL_REFUSED_CODES[code]), {"reason": "model_refused", "binding_code": code}
     # Clients see the table's generic message; the provider's own text goes to the log
     # only as its code.
     return ApiError("model_unavailable"), {"reason": "failed", "binding_code": code}
@@ -44,15 +56,16 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
 
 
 async def start_model_stream(
-    ai: Any, inputs: dict[str, Any], config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None],
+    ai: Any, call: ModelCall, config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None],
     models: tuple[str, ...] | None = None,
-) -> tuple[str, Any]:
+) -> Started:
     """Try each of `models` in order (by default MODEL, then each fallback); the first
     stream that starts wins.
 
-    Returns (model, ReadableStream). Raises ApiError (429, 502 or 504) when none starts.
+    Raises ApiError (400 or 403 for a model Workers AI refuses, 429, 502 or 504) when none
+    starts.
     """
-    js_inputs = to_js(inputs, dict_converter=js.Object.fromEntries)
+    js_options = _js(call.options)
     failure: ApiError | None = None
     for attempt, model in enumerate(models or config.models):
         began = time.monotonic()
@@ -60,7 +73,7 @@ async def start_model_stream(
         # neither cancelled nor marked for logging (a cancelled shield would have asyncio
         # print a late failure's whole provider message), and it can still be awaited
         # for its late stream. The binding may hand back a coroutine: awaited only once.
-        start = asyncio.ensure_future(ai.run(model, js_inputs))
+        start = asyncio.ensure_future(ai.run(model, _js(call.inputs_for(model)), js_options))
         finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
         try:
             if not finished:
@@ -77,9 +90,29 @@ async def start_model_stream(
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=502, code=failure.code, reason="not_a_stream")
             continue
-        return model, stream
+        gateway_log_id = await _gateway_log_id(ai) if "gateway" in call.options else None
+        return Started(model, stream, gateway_log_id)
     assert failure is not None
     raise failure
+
+
+def _js(value: dict[str, Any] | Any) -> Any:
+    return to_js(dict(value), dict_converter=js.Object.fromEntries)
+
+
+async def _gateway_log_id(ai: Any) -> str | None:
+    """The binding's `aiGatewayLogId`: the log entry of its most recent run (so, read at
+    once, before another request's run can finish; ai-gateway/usage/worker-binding-methods).
+    The local emulator is a service binding, where a property is read over RPC: awaited."""
+    try:
+        value = getattr(ai, "aiGatewayLogId", None)
+        if value is not None and not isinstance(value, str) and hasattr(value, "then"):
+            value = await value
+    except Exception:  # noqa: BLE001 - the id is for logs; the answer goes on without it
+        return None
+    if isinstance(value, str) and 0 < len(value) <= MAX_GATEWAY_LOG_ID_CHARS and value.isascii() and value.isprintable():
+        return value
+    return None
 
 
 def _ms_since(began: float) -> int:

@@ -11,12 +11,16 @@ from typing import Any
 
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
+from . import catalog
 from .api_errors import ApiError, invalid_request
 from .config import Config
 
 ROLES = ("user", "assistant")
 MAX_CHAT_ID_CHARS = 128
-MAX_TEMPERATURE = 5.0
+# What a client may set of the AI Gateway's per-request options: skipping the cache is
+# always safe; a TTL, a cache key, metadata or the gateway itself are the Worker's (a
+# client could otherwise cache answers for others, or spend under someone else's name).
+CLIENT_GATEWAY_OPTIONS = ("skip_cache",)
 
 # What counts as blank content: ECMAScript's WhiteSpace and LineTerminator (what `\s`
 # means in a browser), spelled out the same way in docs/openapi.yaml's pattern. Python's
@@ -38,7 +42,23 @@ class ChatTurn:
     temperature: float | None
     options: tuple[tuple[str, float | int], ...] = ()
     resumable: bool = False  # produced by a Durable Object that readers can come back to
-    chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when resumable
+    chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when the client sent one
+    reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
+    skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
+
+    @property
+    def session_key(self) -> str:
+        """The prompt-caching session of this conversation (Workers AI's x-session-affinity):
+        the same for every turn of it, so follow-ups reach the instance holding its prefix.
+        The AI SDK's chat id where there is one, else a digest of the first message, which
+        every later turn repeats. zlib, not hashlib: this runs on every request, and the
+        digest only spreads conversations over instances (a collision shares one)."""
+        if self.chat_id is not None:
+            return "chat-" + self.chat_id
+        import zlib
+
+        first = json.dumps(self.messages[0], sort_keys=True).encode("utf-8", "surrogatepass")
+        return f"conv-{zlib.crc32(first):08x}{zlib.adler32(first):08x}"
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         # The server's prompt comes first, so a client's own system messages (where a
@@ -96,9 +116,38 @@ def _checked_turn(
     return ChatTurn(
         messages=checked_messages(messages, config, position=position),
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
-        temperature=checked_temperature(payload.get("temperature")),
+        temperature=checked_temperature(payload.get("temperature"), config.models),
         resumable=_resumable(payload.get("resumable")),
+        reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
+        skip_cache=checked_gateway_options(payload.get("gateway")),
     )
+
+
+def checked_reasoning_effort(value: Any) -> str | None:
+    """OpenAI's reasoning_effort values; the catalog maps each onto a model's own inputs."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in catalog.EFFORTS:
+        raise invalid_request(f"reasoning_effort must be one of {', '.join(catalog.EFFORTS)}.", param="reasoning_effort")
+    return value
+
+
+def checked_gateway_options(value: Any) -> bool:
+    """Whether the client asked to skip the AI Gateway's cache (`"gateway": {"skip_cache":
+    true}`); any option a client may not set is a 400 naming it."""
+    if value is None:
+        return False
+    if not isinstance(value, dict):
+        raise invalid_request("gateway must be an object.", param="gateway")
+    for key in value:
+        if key not in CLIENT_GATEWAY_OPTIONS:
+            allowed = ", ".join(CLIENT_GATEWAY_OPTIONS)
+            field = f"gateway.{key[:64]}"
+            raise invalid_request(f"{field}: a client may set only {allowed}; the Worker sets the rest.", param=field)
+    skip = value.get("skip_cache", False)
+    if not isinstance(skip, bool):
+        raise invalid_request("gateway.skip_cache must be true or false.", param="gateway.skip_cache")
+    return skip
 
 
 def checked_messages(
@@ -173,8 +222,14 @@ def checked_number(value: Any, field: str, low: float, high: float) -> float:
     return float(value)
 
 
-def checked_temperature(value: Any) -> float | None:
-    return None if value is None else checked_number(value, "temperature", 0, MAX_TEMPERATURE)
+def checked_sampling(value: Any, field: str, models: tuple[str, ...]) -> float:
+    """A sampling parameter in the range every model of `models` takes (the catalog's)."""
+    low, high = catalog.sampling_range(models, field)
+    return checked_number(value, field, low, high)
+
+
+def checked_temperature(value: Any, models: tuple[str, ...]) -> float | None:
+    return None if value is None else checked_sampling(value, "temperature", models)
 
 
 def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
@@ -207,9 +262,9 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     if not plain:
         raise invalid_request("messages holds no message with text.")
     turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
-    if not turn.resumable:
-        return turn
     chat_id = payload.get("id")
     if not is_chat_id(chat_id):
-        raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.", param="id")
+        if turn.resumable:
+            raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.", param="id")
+        return turn
     return dataclasses.replace(turn, chat_id=chat_id)

@@ -46,6 +46,10 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
     ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
     ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),
+    # Workers AI refuses the model itself (its errors 5007 and 5035, both client errors
+    # there): the Worker's MODEL needs changing, so retrying the same request cannot help.
+    ErrorCode(code="no_such_model", status=400, message="Workers AI has no such model: it was retired or never existed. The Worker's MODEL setting needs a current model."),
+    ErrorCode(code="model_requires_paid_plan", status=403, message="This model needs the Workers Paid plan on the Worker's account."),
     ErrorCode(code="rate_limited", status=429, message="Too many requests right now. Please retry after the time in Retry-After."),
     # The model, before and while it streams.
     ErrorCode(code="model_unavailable", status=502, message="The model is unavailable right now. Please try again."),

@@ -42,10 +42,12 @@ def _dumps(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def _meta_payload(request_id: str, model: str, stream_id: str | None) -> dict[str, str]:
+def _meta_payload(request_id: str, model: str, stream_id: str | None, gateway_log_id: str | None) -> dict[str, str]:
     payload = {"request_id": request_id, "model": model}
     if stream_id is not None:
         payload["stream_id"] = stream_id
+    if gateway_log_id is not None:
+        payload["gateway_log_id"] = gateway_log_id
     return payload
 
 
@@ -112,8 +114,9 @@ class Encoder(ABC):
         return {"content-type": self.content_type, **STREAM_HEADERS}
 
     @abstractmethod
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
-        """The first frame; `stream_id` names a resumable answer (None: not resumable)."""
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        """The first frame; `stream_id` names a resumable answer (None: not resumable),
+        `gateway_log_id` the AI Gateway's log entry of the model call (None: no gateway)."""
 
     @abstractmethod
     def delta(self, text: str, padding: str) -> str: ...
@@ -150,8 +153,8 @@ class SSEEncoder(Encoder):
 
     content_type = "text/event-stream; charset=utf-8"
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
-        return f"event: meta\ndata: {_dumps(_meta_payload(request_id, model, stream_id))}\n\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        return f"event: meta\ndata: {_dumps(_meta_payload(request_id, model, stream_id, gateway_log_id))}\n\n"
 
     def delta(self, text: str, padding: str) -> str:
         # Built by hand rather than with json.dumps: this runs once per token, and
@@ -187,8 +190,8 @@ class NDJSONEncoder(Encoder):
 
     content_type = "application/x-ndjson"
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
-        return _dumps({"type": "meta", **_meta_payload(request_id, model, stream_id)}) + "\n"
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        return _dumps({"type": "meta", **_meta_payload(request_id, model, stream_id, gateway_log_id)}) + "\n"
 
     def delta(self, text: str, padding: str) -> str:
         return f'{{"type":"delta","text":{encode_basestring(text)},"p":"{padding}"}}\n'

@@ -94,6 +94,16 @@ def _is_count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
 
 
+def _cached_tokens(usage: dict[str, Any]) -> int | None:
+    # Prompt caching reports the prompt tokens read from the prefix cache here, as
+    # OpenAI does (the output schemas of Workers AI's model pages; chat/catalog.py).
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and _is_count(details.get("cached_tokens")):
+        cached: int = details["cached_tokens"]
+        return cached
+    return None
+
+
 def _finish_reason(value: str) -> str:
     return value if value in KNOWN_FINISH_REASONS else "other"
 
@@ -104,8 +114,9 @@ class UpstreamNormalizer:
     Workers AI native frames: `response` (a string, or a number emitted as its `str`),
     `p` (their padding, dropped), `usage`, `tool_calls` (counted, not forwarded), and an
     optional top-level `finish_reason`. OpenAI-style frames: `choices[0].delta.content`,
-    `choices[0].delta.reasoning_content`, `choices[0].finish_reason`, `usage`, and the
-    final `choices: []` chunk. `[DONE]` (with or without the space after `data:`, and
+    `choices[0].delta.reasoning_content` (or `reasoning`), `choices[0].finish_reason`,
+    `usage` (with `prompt_tokens_details.cached_tokens`, kept as `cached_tokens`), and
+    the final `choices: []` chunk. `[DONE]` (with or without the space after `data:`, and
     with surrounding whitespace) is recognised before any JSON parsing; every event after
     it is ignored. A frame that is not JSON (NaN and Infinity are not), nests deeper than
     MAX_JSON_DEPTH, is not an object, has no field this class knows, or has an event type
@@ -192,6 +203,9 @@ class UpstreamNormalizer:
                 known = True
             elif isinstance(usage, dict) and all(_is_count(usage.get(k)) for k in _USAGE_KEYS):
                 self.usage = {k: usage[k] for k in _USAGE_KEYS}
+                cached = _cached_tokens(usage)
+                if cached is not None:
+                    self.usage["cached_tokens"] = cached
                 known = True
         if "tool_calls" in obj and self._count_tool_calls(obj["tool_calls"]):
             known = True
@@ -226,7 +240,11 @@ class UpstreamNormalizer:
             content = delta.get("content")
             if isinstance(content, str):
                 text = content
+            # vLLM-served models name it `reasoning_content`; Kimi K2.6 and later name it
+            # `reasoning` (Workers AI changelog, 2026-04-20). A chunk carries one of them.
             reasoning_content = delta.get("reasoning_content")
+            if not isinstance(reasoning_content, str):
+                reasoning_content = delta.get("reasoning")
             if isinstance(reasoning_content, str):
                 reasoning = reasoning_content
             tool_calls = delta.get("tool_calls")

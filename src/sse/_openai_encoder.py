@@ -18,7 +18,7 @@ from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
 from ._events import ReframerStats
 
-__all__ = ["OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason"]
+__all__ = ["OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason", "openai_usage"]
 
 JSON_TYPE = "application/json; charset=utf-8"
 
@@ -42,6 +42,15 @@ def openai_error(code: str, message: str, param: str | None = None) -> dict[str,
     status = entry.status if entry is not None else 500
     error_type = _ERROR_TYPES.get(status, "server_error")
     return {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+
+
+def openai_usage(usage: Mapping[str, int]) -> dict[str, object]:
+    """Our usage counts in OpenAI's shape: prompt tokens read from the prefix cache go
+    in `prompt_tokens_details.cached_tokens`, where OpenAI's clients look for them."""
+    counts: dict[str, object] = {key: value for key, value in usage.items() if key != "cached_tokens"}
+    if "cached_tokens" in usage:
+        counts["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+    return counts
 
 
 _OPENAI_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
@@ -72,7 +81,7 @@ class _OpenAIEncoder(Encoder):
         self._id = ""
         self._model = ""
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
         # Not resumable: OpenAI's clients have no way to resume, so `stream_id` is unused.
         self._id = "chatcmpl-" + request_id
         self._model = model
@@ -100,8 +109,8 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
         self._include_usage = include_usage
         self._prefix = ""
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
-        super().meta(request_id=request_id, model=model, stream_id=stream_id)
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        super().meta(request_id=request_id, model=model, stream_id=stream_id, gateway_log_id=gateway_log_id)
         # Everything before `choices` is the same in every chunk: built once.
         self._prefix = (
             f'data: {{"id":"{self._id}","object":"chat.completion.chunk","created":{self._created},'
@@ -137,7 +146,7 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
         finish = _dumps({"index": 0, "delta": {}, "logprobs": None, "finish_reason": self._finish_reason(stats)})
         out = [f"{self._prefix}[{finish}]}}\n\n"]
         if self._include_usage and stats.usage is not None:
-            out.append(f'{self._prefix}[],"usage":{_dumps(stats.usage)}}}\n\n')
+            out.append(f'{self._prefix}[],"usage":{_dumps(openai_usage(stats.usage))}}}\n\n')
         out.append("data: [DONE]\n\n")
         return "".join(out)
 
@@ -182,7 +191,7 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
             "created": self._created,
             "model": self._model,
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self._finish_reason(stats)}],
-            "usage": stats.usage,
+            "usage": None if stats.usage is None else openai_usage(stats.usage),
         }
         return _dumps(completion)
 

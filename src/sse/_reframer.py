@@ -44,6 +44,7 @@ class Reframer:
         rng: random.Random | None = None,
         stop: Sequence[str] = (),
         stream_id: str | None = None,
+        gateway_log_id: str | None = None,
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
@@ -53,7 +54,8 @@ class Reframer:
         `rng`: the source of padding lengths, for deterministic tests; by default
         os.urandom. `stop`: stop sequences; the answer ends (`done`, finish_reason
         "stop") just before the first one in its text, and the text is never sent.
-        `stream_id`: the id of a resumable answer, sent in `meta`.
+        `stream_id`: the id of a resumable answer, sent in `meta`; `gateway_log_id`: the
+        AI Gateway's log entry of the model call, sent in `meta`.
 
         Raises ValueError if max_padding is outside [0, 255], max_line_bytes or
         max_event_chars < 1, or a stop sequence is empty.
@@ -61,6 +63,7 @@ class Reframer:
         self.request_id = request_id
         self.model = model
         self.stream_id = stream_id
+        self.gateway_log_id = gateway_log_id
         # Upstream text has one owner, the buffer; it hands out blocks of whole events,
         # read by the fast path below or, failing that, by the event reader.
         self._buffer = ReceiveBuffer(max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
@@ -216,7 +219,9 @@ class Reframer:
 
     def _meta(self) -> str:
         self._started = True
-        return self._encoder.meta(request_id=self.request_id, model=self.model, stream_id=self.stream_id)
+        return self._encoder.meta(
+            request_id=self.request_id, model=self.model, stream_id=self.stream_id, gateway_log_id=self.gateway_log_id
+        )
 
     def _error(self, code: str) -> str:
         if code not in ERROR_MESSAGES:

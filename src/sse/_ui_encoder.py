@@ -47,12 +47,13 @@ class UIMessageStreamEncoder(Encoder):
         self._open: str | None = None  # "text" or "reasoning": the part being streamed
         self._parts = 0
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None) -> str:
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
         # A resumable UI stream is found by its chat id, so stream_id is not sent.
         self._message_id = request_id
-        return _frame(
-            {"type": "start", "messageId": request_id, "messageMetadata": {"model": model}}
-        )
+        metadata = {"model": model}
+        if gateway_log_id is not None:
+            metadata["gatewayLogId"] = gateway_log_id
+        return _frame({"type": "start", "messageId": request_id, "messageMetadata": metadata})
 
     def delta(self, text: str, padding: str) -> str:
         # `p` rides along as an extra key (the SDK's chunk schemas are loose objects), so

@@ -15,12 +15,12 @@ from chat.http import CORS_HEADERS, allowed_headers
 from chat.openai_api import model_list, openai_error_body, validate_completion
 from chat.validation import parse_json_body
 
-CONFIG = Config(model="@cf/a", fallback_models=("@cf/b", "@cf/c"), system_prompt="Be kind.", max_tokens=100, max_messages=4, max_input_chars=50)
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash", fallback_models=("@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast"), system_prompt="Be kind.", max_tokens=100, max_messages=4, max_input_chars=50)
 USER = [{"role": "user", "content": "hi"}]
 
 
 def checked(**fields):
-    return validate_completion({"model": "@cf/a", "messages": USER, **fields}, CONFIG)
+    return validate_completion({"model": "@cf/zai-org/glm-4.7-flash", "messages": USER, **fields}, CONFIG)
 
 
 def refused(payload, config: Config = CONFIG) -> ApiError:
@@ -31,13 +31,13 @@ def refused(payload, config: Config = CONFIG) -> ApiError:
 
 def test_a_plain_request_takes_the_configured_defaults():
     request = checked()
-    assert request.models == ("@cf/a", "@cf/b", "@cf/c") and not request.stream and request.stop == ()
+    assert request.models == ("@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast") and not request.stream and request.stop == ()
     assert request.turn.model_inputs("Be kind.") == {
         "messages": [{"role": "system", "content": "Be kind."}, *USER], "stream": True, "max_tokens": 100}
 
 
 def test_a_fallback_model_can_be_asked_for_and_the_others_back_it_up_in_order():
-    assert checked(model="@cf/b").models == ("@cf/b", "@cf/a", "@cf/c")
+    assert checked(model="@cf/google/gemma-4-26b-a4b-it").models == ("@cf/google/gemma-4-26b-a4b-it", "@cf/zai-org/glm-4.7-flash", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")
 
 
 def test_client_system_and_developer_messages_follow_the_servers_prompt():
@@ -47,11 +47,11 @@ def test_client_system_and_developer_messages_follow_the_servers_prompt():
 
 
 def test_a_worker_configured_to_refuse_client_system_messages_does():
-    strict = Config.from_env(lambda name: {"MODEL": "@cf/a", "OPENAI_SYSTEM_MESSAGES": "refuse"}.get(name))
-    error = refused({"model": "@cf/a", "messages": [{"role": "system", "content": "x"}, *USER]}, strict)
+    strict = Config.from_env(lambda name: {"MODEL": "@cf/zai-org/glm-4.7-flash", "OPENAI_SYSTEM_MESSAGES": "refuse"}.get(name))
+    error = refused({"model": "@cf/zai-org/glm-4.7-flash", "messages": [{"role": "system", "content": "x"}, *USER]}, strict)
     assert error.param == "messages[0].role" and "set by the server" in error.message
     with pytest.raises(ConfigError, match="OPENAI_SYSTEM_MESSAGES"):
-        Config.from_env(lambda name: {"MODEL": "@cf/a", "OPENAI_SYSTEM_MESSAGES": "maybe"}.get(name))
+        Config.from_env(lambda name: {"MODEL": "@cf/zai-org/glm-4.7-flash", "OPENAI_SYSTEM_MESSAGES": "maybe"}.get(name))
 
 
 def test_options_are_checked_and_passed_to_the_model():
@@ -69,7 +69,7 @@ def test_options_are_checked_and_passed_to_the_model():
     ("fields", "param"),
     [
         pytest.param({"model": None}, "model", id="model-missing"),
-        pytest.param({"model": ["@cf/a"]}, "model", id="model-not-a-string"),
+        pytest.param({"model": ["@cf/zai-org/glm-4.7-flash"]}, "model", id="model-not-a-string"),
         pytest.param({"messages": "hi"}, "messages", id="messages-not-a-list"),
         pytest.param({"messages": USER * 5}, "messages", id="too-many-messages"),
         pytest.param({"messages": [{"role": "user", "content": "x" * 51}]}, "messages", id="too-long"),
@@ -103,7 +103,7 @@ def test_options_are_checked_and_passed_to_the_model():
         pytest.param({"max_tokens": float("inf")}, "max_tokens", id="max-tokens-inf"),
         pytest.param({"temperature": "hot"}, "temperature", id="temperature-string"),
         pytest.param({"top_p": 1.5}, "top_p", id="top-p-over"),
-        pytest.param({"frequency_penalty": -1}, "frequency_penalty", id="negative-penalty"),
+        pytest.param({"frequency_penalty": -2.5}, "frequency_penalty", id="penalty-below-the-models-range"),
         pytest.param({"presence_penalty": float("nan")}, "presence_penalty", id="nan-penalty"),
         pytest.param({"seed": 10**20}, "seed", id="seed-over"),
         pytest.param({"temperature": 10**400}, "temperature", id="temperature-of-400-digits"),
@@ -120,7 +120,7 @@ def test_options_are_checked_and_passed_to_the_model():
     ],
 )
 def test_what_cannot_be_honoured_is_a_400_naming_the_field(fields, param):
-    error = refused({"model": "@cf/a", "messages": USER, **fields})
+    error = refused({"model": "@cf/zai-org/glm-4.7-flash", "messages": USER, **fields})
     assert (error.status, error.code, error.param) == (400, "invalid_request", param)
     assert param.split("[")[0].split(".")[0] in error.message
 
@@ -137,8 +137,8 @@ def test_errors_render_in_openais_shape():
 
 
 def test_the_model_list_names_each_served_model_once():
-    listed = model_list(Config(model="@cf/a", fallback_models=("@cf/b", "@cf/a")))
-    assert listed["object"] == "list" and [m["id"] for m in listed["data"]] == ["@cf/a", "@cf/b"]
+    listed = model_list(Config(model="@cf/zai-org/glm-4.7-flash", fallback_models=("@cf/google/gemma-4-26b-a4b-it", "@cf/zai-org/glm-4.7-flash")))
+    assert listed["object"] == "list" and [m["id"] for m in listed["data"]] == ["@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it"]
     assert all(m["object"] == "model" for m in listed["data"])
 
 
@@ -164,7 +164,7 @@ FIELDS = ["model", "messages", "n", "tools", "response_format", "logprobs", "max
           "top_p", "seed", "stop", "stream", "stream_options", "frequency_penalty", "user"]
 message = st.fixed_dictionaries({"role": st.sampled_from(["user", "assistant", "system", "developer", "tool", 1, None]), "content": json_values})
 requests = st.fixed_dictionaries(
-    {"model": st.sampled_from(["@cf/a", "@cf/b", "other", 5]), "messages": st.lists(message, max_size=5) | json_values},
+    {"model": st.sampled_from(["@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "other", 5]), "messages": st.lists(message, max_size=5) | json_values},
     optional={field: json_values for field in FIELDS[2:]},
 )
 
@@ -179,7 +179,7 @@ def test_any_json_payload_is_accepted_or_refused_with_a_4xx(payload):
 
 
 def test_hostile_bodies_are_refused_before_any_field_is_read():
-    for body in (b'{"model":"@cf/a","messages":' + b"[" * 5000 + b"]" * 5000 + b"}", b'{"seed": ' + b"9" * 5000 + b"}"):
+    for body in (b'{"model":"@cf/zai-org/glm-4.7-flash","messages":' + b"[" * 5000 + b"]" * 5000 + b"}", b'{"seed": ' + b"9" * 5000 + b"}"):
         with pytest.raises(ApiError) as caught:
             validate_completion(parse_json_body(body), CONFIG)
         assert caught.value.status == 400

@@ -9,7 +9,7 @@ from chat.config import Config, ConfigError
 from chat.http import is_stream_id, origin_allowed, prefers_ndjson, stream_path
 from chat.validation import is_chat_id, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 
-CONFIG = Config(model="@cf/m", max_messages=3, max_input_chars=20, max_tokens=100)
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash", max_messages=3, max_input_chars=20, max_tokens=100)
 
 
 def env(**values: str):
@@ -17,8 +17,8 @@ def env(**values: str):
 
 
 def test_config_reads_defaults_and_lists():
-    config = Config.from_env(env(MODEL="@cf/a", FALLBACK_MODELS=" @cf/b, ,@cf/c ", PADDING="0"))
-    assert config.models == ("@cf/a", "@cf/b", "@cf/c")
+    config = Config.from_env(env(MODEL="@cf/zai-org/glm-4.7-flash", FALLBACK_MODELS=" @cf/google/gemma-4-26b-a4b-it, ,@cf/meta/llama-3.3-70b-instruct-fp8-fast ", PADDING="0"))
+    assert config.models == ("@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")
     assert config.padding == 0 and config.max_body_bytes == 64 * 1024 and config.auth_token is None
 
 
@@ -237,6 +237,7 @@ def test_resumable_is_a_boolean_and_a_resumable_ui_chat_carries_its_chat_id():
         validate_chat({"messages": messages, "resumable": 1}, CONFIG)
     ui = [{"role": "user", "parts": [{"type": "text", "text": "hi"}]}]
     assert validate_ui_chat({"messages": ui, "resumable": True, "id": "c1"}, CONFIG).chat_id == "c1"
-    assert validate_ui_chat({"messages": ui, "id": "c1"}, CONFIG).chat_id is None, "not resumable: the id is not kept"
+    assert validate_ui_chat({"messages": ui, "id": "c1"}, CONFIG).chat_id == "c1", "kept for prompt caching"
+    assert validate_ui_chat({"messages": ui, "id": "not/an id"}, CONFIG).chat_id is None, "not resumable: a bad id is left out"
     with pytest.raises(ApiError, match="id"):
         validate_ui_chat({"messages": ui, "resumable": True}, CONFIG)

@@ -14,8 +14,8 @@ from chat.routes import ROUTES, Admitted, admit, authorize
 from sse import ERROR_CODES, ERROR_MESSAGES, NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder
 
 WORKER = "https://w.example.dev"
-CONFIG = Config(model="@cf/m")
-LOCKED = Config(model="@cf/m", auth_token="s3cret", allowed_origins=("https://app.example",))
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
+LOCKED = Config(model="@cf/zai-org/glm-4.7-flash", auth_token="s3cret", allowed_origins=("https://app.example",))
 
 
 def exchange(method: str, path: str, **headers: str) -> Exchange:

@@ -12,7 +12,7 @@ from chat.api_errors import ApiError
 from chat.config import Config
 from chat.validation import parse_json_body, validate_chat, validate_ui_chat
 
-CONFIG = Config(model="@cf/m")
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True) | st.text(max_size=20),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.sampled_from(["role", "content", "parts", "type", "text", "messages", "max_tokens", "temperature"]) | st.text(max_size=5), inner, max_size=5),

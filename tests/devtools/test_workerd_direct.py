@@ -20,6 +20,7 @@ PRODUCTION = tomllib.loads((ROOT / "wrangler.toml").read_text())
 # Every character class the Cap'n Proto string escaping handles, carried by MODEL into the
 # `meta` event, so a mangled binding shows in the answer.
 AWKWARD = 'm "q" \\ é 東京 🚀\ttab\x01\x7f7\r\nend'
+FALLBACK = "@cf/google/gemma-4-26b-a4b-it"
 
 
 def config(*argv: str) -> str:
@@ -67,13 +68,18 @@ def test_a_binding_it_cannot_serve_is_refused_not_left_out():
 
 
 async def test_workerd_alone_streams_a_whole_answer_and_passes_raw_through(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions(workerd_direct=True, ai_pace=0, variables=(("MODEL", AWKWARD),)))
+    # No model has that name: Workers AI (the emulator) refuses it, and the fallback answers.
+    variables = (("MODEL", AWKWARD), ("ALLOW_UNLISTED_MODELS", "true"), ("FALLBACK_MODELS", FALLBACK))
+    runtime = start_runtime(RuntimeOptions(workerd_direct=True, ai_pace=0, variables=variables))
     messages = {"messages": [{"role": "user", "content": "smoke"}]}
 
     result = await chat(http, runtime.url, messages)
     assert result.status == 200
     assert result.names[0] == "meta" and result.terminal.name == "done"
-    assert result.events[0].data["model"] == AWKWARD, "vars reach the Worker unchanged"
+    assert [record["model"] for record in runtime.records() if record.get("event") == "ai_run"] == [AWKWARD, FALLBACK], (
+        "vars reach the Worker, and the binding, unchanged"
+    )
+    assert result.events[0].data["model"] == FALLBACK
     assert result.text
 
     raw = await http.post(runtime.url + "/api/chat/raw", json=messages)

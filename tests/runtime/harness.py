@@ -60,7 +60,10 @@ class RuntimeOptions:
     """What a runtime is started with; equal options can share one runtime."""
 
     ai_script: str | None = None  # the script as JSON text (tests/runtime/scripts.py builds it)
-    ai_format: str = "native"
+    # "native" or "openai" overrides every model's framing (most suites test the stream
+    # core on native frames); None streams each model in its own, as Workers AI does.
+    ai_format: str | None = "native"
+    ai_plan: str = "paid"
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
     ai_frames_per_chunk: int = 3
@@ -111,7 +114,9 @@ class LocalRuntime:
         launcher = "workerd_direct.py" if self.options.workerd_direct else "dev.py"
         port = 0 if self.options.workerd_direct else self.port  # 0: no race for a port probed earlier
         command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port)]
-        command += ["--ai-format", self.options.ai_format, "--ai-pace", str(self.options.ai_pace)]
+        if self.options.ai_format is not None:
+            command += ["--ai-format", self.options.ai_format]
+        command += ["--ai-plan", self.options.ai_plan, "--ai-pace", str(self.options.ai_pace)]
         if self.options.ai_reply_tokens:
             command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]
         command += ["--ai-frames-per-chunk", str(self.options.ai_frames_per_chunk)]

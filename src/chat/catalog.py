@@ -1,0 +1,251 @@
+"""Workers AI's text-generation models as this Worker knows them: data, with its date and
+sources. Pure Python: the Worker's config check and request checks read it, and the dev
+launchers hand it to the Workers AI emulator (`as_json`), which streams each model the way
+the real binding does. README "The model catalog" says how to refresh it.
+
+Checked 2026-12-01 against Cloudflare's own pages (sources in SOURCES): each model's page
+(its properties and input/output schemas), the Workers AI changelog, and the errors table.
+The stream shape of OpenAI-style models is not in any schema; it comes from the 2026-02-17
+changelog entry and cloudflare/ai's workers-ai-provider 4.0.0 tests (fixtures of real
+streams). Where a page and the changelog disagree the changelog wins, because the model
+pages share a generated template (Kimi K2.6's thinking switch is `thinking`, not the
+template's `enable_thinking`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+CHECKED = "2026-12-01"
+
+SOURCES = (
+    "https://developers.cloudflare.com/workers-ai/models/ (each model's page)",
+    "https://developers.cloudflare.com/changelog/post/2026-05-08-planned-model-deprecations/",
+    "https://developers.cloudflare.com/workers-ai/changelog/ (2026-02-17: finish_reason on the usage chunk)",
+    "https://developers.cloudflare.com/changelog/post/2026-04-20-kimi-k2-6-workers-ai/ (reasoning field and switch)",
+    "https://developers.cloudflare.com/changelog/ (2026-07-28: models that require the Workers Paid plan)",
+    "https://developers.cloudflare.com/workers-ai/platform/errors/ (5007, 5035, 3040; last updated 2026-09-17)",
+    "https://developers.cloudflare.com/workers-ai/features/prompt-caching/",
+    "github.com/cloudflare/ai packages/workers-ai-provider 4.0.0: src/streaming.ts, test/stream-text.test.ts",
+)
+
+Framing = Literal["native", "openai"]
+# OpenAI's reasoning_effort values (what clients send), weakest first.
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+# The sampling ranges of the two schema families on the model pages. Models of the OpenAI
+# template take temperature 0-2; the native family 0-5, with narrower penalties on some.
+_OPENAI_RANGES = MappingProxyType(
+    {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "frequency_penalty": (-2.0, 2.0), "presence_penalty": (-2.0, 2.0)}
+)
+_NATIVE_RANGES = MappingProxyType(
+    {"temperature": (0.0, 5.0), "top_p": (0.001, 1.0), "frequency_penalty": (-2.0, 2.0), "presence_penalty": (-2.0, 2.0)}
+)
+_NATIVE_POSITIVE_PENALTIES = MappingProxyType(
+    {"temperature": (0.0, 5.0), "top_p": (0.001, 1.0), "frequency_penalty": (0.0, 2.0), "presence_penalty": (0.0, 2.0)}
+)
+# An id the catalog does not list (ALLOW_UNLISTED_MODELS): the widest ranges any model takes.
+UNLISTED_RANGES = _NATIVE_RANGES
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reasoning:
+    """How a model thinks out loud. `field`: the delta field its reasoning streams in (None:
+    inline in the text, as `<think>`, or not streamed); `on_by_default`; `switch`: the
+    `chat_template_kwargs` key that turns it off and on (None: it cannot be switched);
+    `efforts`: the `reasoning_effort` values its schema takes (empty: none)."""
+
+    field: str | None
+    on_by_default: bool = True
+    switch: str | None = "enable_thinking"
+    efforts: tuple[str, ...] = ("low", "medium", "high")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Model:
+    """A current model. `context_window` in tokens (None: its page states none); `paid_only`:
+    refused on the Workers Free plan (5035); `ranges`: the sampling parameters its schema
+    bounds; `note`: where the evidence is thin."""
+
+    id: str
+    framing: Framing
+    reasoning: Reasoning | None
+    tools: bool
+    context_window: int | None
+    paid_only: bool = False
+    prompt_caching: bool = False  # reports cached prompt tokens in its usage
+    ranges: Mapping[str, tuple[float, float]] = field(default_factory=lambda: _OPENAI_RANGES)
+    note: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Retired:
+    """A model Workers AI no longer serves: 5007 after `retired`, unless it is `aliased_to`
+    another (the binding then answers with that one, at that one's price)."""
+
+    id: str
+    retired: str
+    aliased_to: str | None = None
+
+
+def _openai(model_id: str, context_window: int | None, reasoning: Reasoning | None = None, **extra: object) -> Model:
+    settings: dict[str, object] = {"tools": True, "prompt_caching": True, **extra}
+    return Model(id=model_id, framing="openai", reasoning=reasoning, context_window=context_window, **settings)  # type: ignore[arg-type]
+
+
+_VLLM_THINKING = Reasoning(field="reasoning_content")
+_KIMI_THINKING = Reasoning(field="reasoning", switch="thinking")
+
+MODELS: tuple[Model, ...] = (
+    # The three Cloudflare recommends in place of the models retired on 2026-05-30.
+    _openai("@cf/zai-org/glm-4.7-flash", 131_072, _VLLM_THINKING),
+    _openai("@cf/google/gemma-4-26b-a4b-it", 256_000, _VLLM_THINKING,
+            note="A reported issue (cloudflare-docs #29731) says 131,072 tokens are enforced, not 256,000."),
+    _openai("@cf/moonshotai/kimi-k2.6", 262_144, _KIMI_THINKING, paid_only=True),
+    _openai("@cf/moonshotai/kimi-k2.7-code", 262_144, Reasoning(field="reasoning", switch=None, efforts=()), paid_only=True,
+            note="Reasoning is always on (its schema locks enable_thinking to true)."),
+    _openai("@cf/zai-org/glm-5.2", 262_144, _VLLM_THINKING, paid_only=True),
+    _openai("@cf/zai-org/glm-5.3", 1_310_720, _VLLM_THINKING, paid_only=True),
+    _openai("@cf/zai-org/glm-5.3-flash", 1_310_720, Reasoning(field="reasoning_content", switch=None, efforts=("low", "high", "max")),
+            paid_only=True, note="Reasoning cannot be turned off; unlisted efforts normalise to max."),
+    _openai("@cf/deepseek-ai/deepseek-v4-flash-0731", 1_048_576,
+            Reasoning(field="reasoning_content", switch=None, efforts=("none", "low", "high", "max")), paid_only=True),
+    _openai("@cf/deepseek-ai/deepseek-v4-pro-0813", 1_048_576, Reasoning(field="reasoning_content", switch=None), paid_only=True),
+    _openai("@cf/qwen/qwen3.8-27b", 262_144, _VLLM_THINKING),
+    _openai("@cf/nvidia/nemotron-3-120b-a12b", 256_000, _VLLM_THINKING),
+    # Served the OpenAI way, with the native family's sampling ranges.
+    # Their chat schema has no reasoning_effort (only the Responses input's reasoning.effort).
+    _openai("@cf/openai/gpt-oss-120b", 128_000, Reasoning(field="reasoning_content", switch=None, efforts=()), ranges=_NATIVE_RANGES,
+            note="Reasoning cannot be turned off (its page). Whether the binding streams it, or answers whole, is not documented."),
+    _openai("@cf/openai/gpt-oss-20b", 128_000, Reasoning(field="reasoning_content", switch=None, efforts=()), ranges=_NATIVE_RANGES,
+            note="As gpt-oss-120b."),
+    _openai("@cf/qwen/qwen3-30b-a3b-fp8", 32_768, Reasoning(field="reasoning_content", switch=None, efforts=()),
+            ranges=_NATIVE_RANGES, prompt_caching=False),
+    Model(id="@cf/ibm-granite/granite-4.0-h-micro", framing="openai", reasoning=None, tools=False, context_window=131_000,
+          ranges=_NATIVE_RANGES),
+    # Native frames: {"response": ...} events, usage in the last one.
+    Model(id="@cf/meta/llama-3.3-70b-instruct-fp8-fast", framing="native", reasoning=None, tools=True, context_window=24_000,
+          ranges=_NATIVE_RANGES),
+    Model(id="@cf/meta/llama-3.1-8b-instruct-fast", framing="native", reasoning=None, tools=False, context_window=None,
+          ranges=_NATIVE_POSITIVE_PENALTIES, note="Its page states no context window and no function calling."),
+    Model(id="@cf/meta/llama-4-scout-17b-16e-instruct", framing="native", reasoning=None, tools=True, context_window=131_000,
+          ranges=_NATIVE_POSITIVE_PENALTIES),
+    Model(id="@cf/mistralai/mistral-small-3.1-24b-instruct", framing="native", reasoning=None, tools=False,
+          context_window=128_000, ranges=_NATIVE_POSITIVE_PENALTIES),
+    Model(id="@cf/qwen/qwq-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()), tools=False,
+          context_window=24_000, ranges=_NATIVE_POSITIVE_PENALTIES, note="Thinks inside the answer text."),
+    Model(id="@cf/deepseek-ai/deepseek-r1-distill-qwen-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()),
+          tools=False, context_window=80_000, ranges=_NATIVE_RANGES, note="Thinks inside the answer text."),
+)
+
+# The changelog of 2026-05-08: eighteen models retired on 2026-05-30.
+_MAY_2026 = "2026-05-30"
+RETIRED: tuple[Retired, ...] = (
+    Retired(id="@cf/moonshotai/kimi-k2.5", retired=_MAY_2026, aliased_to="@cf/moonshotai/kimi-k2.6"),
+    *(
+        Retired(id=model_id, retired=_MAY_2026)
+        for model_id in (
+            "@hf/meta-llama/meta-llama-3-8b-instruct",
+            "@cf/meta/llama-3-8b-instruct",
+            "@cf/meta/llama-3-8b-instruct-awq",
+            "@cf/meta/llama-3.1-8b-instruct",
+            "@cf/meta/llama-3.1-8b-instruct-awq",
+            "@cf/meta/llama-3.1-70b-instruct",
+            "@cf/meta/llama-2-7b-chat-int8",
+            "@cf/meta/llama-2-7b-chat-fp16",
+            "@cf/mistral/mistral-7b-instruct-v0.1",
+            "@hf/mistral/mistral-7b-instruct-v0.2",
+            "@hf/google/gemma-7b-it",
+            "@cf/google/gemma-3-12b-it",
+            "@hf/nousresearch/hermes-2-pro-mistral-7b",
+            "@cf/microsoft/phi-2",
+            "@cf/defog/sqlcoder-7b-2",
+            "@cf/unum/uform-gen2-qwen-500m",
+            "@cf/facebook/bart-large-cnn",
+        )
+    ),
+)
+
+_BY_ID: Mapping[str, Model] = MappingProxyType({model.id: model for model in MODELS})
+_RETIRED_BY_ID: Mapping[str, Retired] = MappingProxyType({model.id: model for model in RETIRED})
+
+
+def lookup(model_id: str) -> Model | Retired | None:
+    """The catalog's entry for `model_id`: a current Model, a Retired one, or None (unlisted)."""
+    return _BY_ID.get(model_id) or _RETIRED_BY_ID.get(model_id)
+
+
+def current(model_id: str) -> Model | None:
+    return _BY_ID.get(model_id)
+
+
+def sampling_range(model_ids: tuple[str, ...], parameter: str) -> tuple[float, float]:
+    """The range of `parameter` that every model of `model_ids` takes (a request may be
+    answered by any of them: the fallbacks), so no fallback refuses what was accepted."""
+    low, high = float("-inf"), float("inf")
+    for model_id in model_ids:
+        model = _BY_ID.get(model_id)
+        model_low, model_high = (model.ranges if model is not None else UNLISTED_RANGES)[parameter]
+        low, high = max(low, model_low), min(high, model_high)
+    return low, high
+
+
+def reasoning_inputs(model_id: str, effort: str | None) -> dict[str, object]:
+    """The binding inputs that ask `model_id` for reasoning at `effort` (one of EFFORTS;
+    None: the model's default, nothing sent).
+
+    `none` turns thinking off with the model's switch (or its own "none" effort); a model
+    that cannot stop thinking gets its lowest effort instead. `minimal` is sent as the
+    lowest effort the model takes, `xhigh` as its highest. A model without reasoning, or
+    an unlisted one, gets nothing: there is no schema to follow.
+    """
+    model = _BY_ID.get(model_id)
+    if effort is None or model is None or model.reasoning is None:
+        return {}
+    reasoning = model.reasoning
+    inputs: dict[str, object] = {}
+    wants_thinking = effort != "none"
+    if reasoning.switch is not None and wants_thinking != reasoning.on_by_default:
+        inputs["chat_template_kwargs"] = {reasoning.switch: wants_thinking}
+    if reasoning.efforts:
+        if effort in reasoning.efforts:
+            inputs["reasoning_effort"] = effort
+        elif effort == "none" and reasoning.switch is None:
+            inputs["reasoning_effort"] = _weakest(reasoning.efforts)
+        elif effort in ("minimal", "low"):
+            inputs["reasoning_effort"] = _weakest(reasoning.efforts)
+        elif effort in ("high", "xhigh"):
+            inputs["reasoning_effort"] = _strongest(reasoning.efforts)
+    return inputs
+
+
+_EFFORT_ORDER = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+
+
+def _weakest(efforts: tuple[str, ...]) -> str:
+    return min((e for e in efforts if e != "none"), key=_EFFORT_ORDER.index)
+
+
+def _strongest(efforts: tuple[str, ...]) -> str:
+    return max(efforts, key=_EFFORT_ORDER.index)
+
+
+def _plain(entry: Model | Retired) -> dict[str, object]:
+    plain = {name: getattr(entry, name) for name in entry.__dataclass_fields__}
+    if isinstance(entry, Model):
+        plain["ranges"] = dict(entry.ranges)
+        plain["reasoning"] = None if entry.reasoning is None else asdict(entry.reasoning)
+    return plain
+
+
+def as_json() -> str:
+    """The catalog for the emulator (ai_emulator/emulator.js reads this shape)."""
+    return json.dumps({
+        "checked": CHECKED,
+        "models": {model.id: _plain(model) for model in MODELS},
+        "retired": {model.id: _plain(model) for model in RETIRED},
+    })

@@ -183,15 +183,24 @@ def current(model_id: str) -> Model | None:
     return _BY_ID.get(model_id)
 
 
-def sampling_range(model_ids: tuple[str, ...], parameter: str) -> tuple[float, float]:
-    """The range of `parameter` that every model of `model_ids` takes (a request may be
-    answered by any of them: the fallbacks), so no fallback refuses what was accepted."""
-    low, high = float("-inf"), float("inf")
-    for model_id in model_ids:
-        model = _BY_ID.get(model_id)
-        model_low, model_high = (model.ranges if model is not None else UNLISTED_RANGES)[parameter]
-        low, high = max(low, model_low), min(high, model_high)
-    return low, high
+def sampling_range(model_id: str, parameter: str) -> tuple[float, float]:
+    """The range of `parameter` that `model_id`'s schema allows (the widest known for an
+    unlisted model)."""
+    model = _BY_ID.get(model_id)
+    return (model.ranges if model is not None else UNLISTED_RANGES)[parameter]
+
+
+def clamped_sampling(model_id: str, inputs: Mapping[str, object]) -> dict[str, object]:
+    """The sampling parameters of `inputs` moved into `model_id`'s own ranges. A request
+    is checked against the model it names; a fallback that takes less gets the nearest
+    value it takes rather than an invalid input (8001) that would fail the fallback."""
+    ranges = _BY_ID[model_id].ranges if model_id in _BY_ID else UNLISTED_RANGES
+    clamped: dict[str, object] = {}
+    for parameter, (low, high) in ranges.items():
+        value = inputs.get(parameter)
+        if isinstance(value, float | int) and not isinstance(value, bool) and not low <= value <= high:
+            clamped[parameter] = min(max(float(value), low), high)
+    return clamped
 
 
 def reasoning_inputs(model_id: str, effort: str | None) -> dict[str, object]:

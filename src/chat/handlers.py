@@ -138,9 +138,8 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     if request.stream:
         encoder: Encoder = OpenAIChunkEncoder(created=created, max_tokens=max_tokens, include_usage=request.include_usage)
         padding = config.padding if request.obfuscation else 0
-        return await _stream(edge, exchange, admitted, request.turn, encoder,
-                             models=request.models, padding=padding, stop=request.stop)
-    started = await _start_model(edge, exchange, admitted, request.turn, request.models)
+        return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding, stop=request.stop)
+    started = await _start_model(edge, exchange, admitted, request.turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.stop,
                         encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id)
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
@@ -161,10 +160,10 @@ async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) ->
 
 async def _stream(
     edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, encoder: Encoder, *,
-    models: tuple[str, ...] | None = None, padding: int | None = None, stop: tuple[str, ...] = (),
+    padding: int | None = None, stop: tuple[str, ...] = (),
 ) -> Reply:
     config, route = admitted.config, admitted.route.name
-    started = await _start_model(edge, exchange, admitted, turn, models)
+    started = await _start_model(edge, exchange, admitted, turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop,
                         max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id)
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
@@ -175,12 +174,10 @@ async def _stream(
     return exchange.reply(relay.readable(), 200, encoder.headers)
 
 
-async def _start_model(
-    edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, models: tuple[str, ...] | None = None
-) -> Started:
+async def _start_model(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn) -> Started:
     config, route = admitted.config, admitted.route.name
     call = model_call(turn, config, request_id=exchange.request_id, route=route, client=_client(exchange, admitted))
-    return await start_model_stream(edge.env.AI, call, config, exchange.request_id, edge.keep_alive, models)
+    return await start_model_stream(edge.env.AI, call, config, exchange.request_id, edge.keep_alive)
 
 
 def _log_fields(exchange: Exchange, route: str, started: Started) -> dict[str, Any]:

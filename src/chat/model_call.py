@@ -28,18 +28,25 @@ class ModelCall:
     resumable answer's Durable Object receives it as it is (`as_order`, `from_order`)."""
 
     inputs: Mapping[str, Any]
+    models: tuple[str, ...] = ()  # the models to try, in order; (): MODEL, then FALLBACK_MODELS
     reasoning_effort: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
     def inputs_for(self, model: str) -> dict[str, Any]:
-        return {**self.inputs, **catalog.reasoning_inputs(model, self.reasoning_effort)}
+        return {
+            **self.inputs,
+            **catalog.clamped_sampling(model, self.inputs),
+            **catalog.reasoning_inputs(model, self.reasoning_effort),
+        }
 
     def as_order(self) -> dict[str, Any]:
-        return {"inputs": dict(self.inputs), "reasoning_effort": self.reasoning_effort, "options": dict(self.options)}
+        return {"inputs": dict(self.inputs), "models": list(self.models), "reasoning_effort": self.reasoning_effort,
+                "options": dict(self.options)}
 
     @classmethod
     def from_order(cls, order: Mapping[str, Any]) -> ModelCall:
-        return cls(inputs=order["inputs"], reasoning_effort=order.get("reasoning_effort"), options=order.get("options") or {})
+        return cls(inputs=order["inputs"], models=tuple(order.get("models") or ()), reasoning_effort=order.get("reasoning_effort"),
+                   options=order.get("options") or {})
 
 
 def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, client: str | None) -> ModelCall:
@@ -51,7 +58,8 @@ def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, c
         if turn.skip_cache:
             gateway["skipCache"] = True
         options["gateway"] = gateway
-    return ModelCall(inputs=turn.model_inputs(config.system_prompt), reasoning_effort=turn.reasoning_effort, options=options)
+    return ModelCall(inputs=turn.model_inputs(config.system_prompt), models=turn.models, reasoning_effort=turn.reasoning_effort,
+                     options=options)
 
 
 def _metadata(request_id: str, route: str, client: str | None) -> dict[str, str]:

@@ -21,6 +21,7 @@ from .validation import (
     checked_gateway_options,
     checked_max_tokens,
     checked_messages,
+    checked_model_choice,
     checked_reasoning_effort,
     checked_sampling,
     checked_temperature,
@@ -66,7 +67,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     if not isinstance(payload, dict):
         raise invalid_request("The request body must be a JSON object.")
     _refuse_what_cannot_be_honoured(payload)
-    models = _models(payload.get("model"), config)
+    models = checked_model_choice(payload.get("model"), config)
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.", param="messages")
@@ -85,6 +86,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
         max_tokens=_max_tokens(payload, config),
         temperature=checked_temperature(payload.get("temperature"), models),
         options=_model_options(payload, models),
+        models=models,
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
     )
@@ -122,15 +124,6 @@ def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
         # `type(...) is` keeps True from passing for 1 and 0 for False.
         if value is not None and not any(type(value) is type(ok) and value == ok for ok in harmless):
             raise invalid_request(f"{field}: {reason}.", param=field)
-
-
-def _models(model: Any, config: Config) -> tuple[str, ...]:
-    if not isinstance(model, str):
-        raise invalid_request("model must be a string naming a model of GET /v1/models.", param="model")
-    if model not in config.models:
-        # The name is not echoed: it can be anything, of any length.
-        raise ApiError("model_not_found", "This model is not served here; GET /v1/models lists the models that are.", param="model")
-    return (model, *[other for other in dict.fromkeys(config.models) if other != model])
 
 
 def _plain_message(message: Any, index: int) -> Any:

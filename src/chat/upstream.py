@@ -57,17 +57,16 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
 
 async def start_model_stream(
     ai: Any, call: ModelCall, config: Config, request_id: str, keep_alive: Callable[[Awaitable[None]], None],
-    models: tuple[str, ...] | None = None,
 ) -> Started:
-    """Try each of `models` in order (by default MODEL, then each fallback); the first
-    stream that starts wins.
+    """Try each of the call's models in order (by default MODEL, then each fallback); the
+    first stream that starts wins.
 
     Raises ApiError (400 or 403 for a model Workers AI refuses, 429, 502 or 504) when none
     starts.
     """
     js_options = _js(call.options)
     failure: ApiError | None = None
-    for attempt, model in enumerate(models or config.models):
+    for attempt, model in enumerate(call.models or config.models):
         began = time.monotonic()
         # One future for the call, waited on with asyncio.wait: at the deadline it is
         # neither cancelled nor marked for logging (a cancelled shield would have asyncio
@@ -103,11 +102,12 @@ def _js(value: dict[str, Any] | Any) -> Any:
 async def _gateway_log_id(ai: Any) -> str | None:
     """The binding's `aiGatewayLogId`: the log entry of its most recent run (so, read at
     once, before another request's run can finish; ai-gateway/usage/worker-binding-methods).
-    The local emulator is a service binding, where a property is read over RPC: awaited."""
+    The local emulator is a service binding, which the runtime's Python SDK wraps so that
+    only methods cross RPC: there it is a method that returns the same value."""
     try:
         value = getattr(ai, "aiGatewayLogId", None)
-        if value is not None and not isinstance(value, str) and hasattr(value, "then"):
-            value = await value
+        if callable(value):
+            value = await value()
     except Exception:  # noqa: BLE001 - the id is for logs; the answer goes on without it
         return None
     if isinstance(value, str) and 0 < len(value) <= MAX_GATEWAY_LOG_ID_CHARS and value.isascii() and value.isprintable():

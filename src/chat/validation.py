@@ -43,6 +43,7 @@ class ChatTurn:
     options: tuple[tuple[str, float | int], ...] = ()
     resumable: bool = False  # produced by a Durable Object that readers can come back to
     chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when the client sent one
+    models: tuple[str, ...] = ()  # the client's choice of model first, then the others; (): MODEL's order
     reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
     skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
 
@@ -113,14 +114,28 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 def _checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
 ) -> ChatTurn:
+    models = checked_model_choice(payload.get("model"), config) if payload.get("model") is not None else ()
     return ChatTurn(
         messages=checked_messages(messages, config, position=position),
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
-        temperature=checked_temperature(payload.get("temperature"), config.models),
+        temperature=checked_temperature(payload.get("temperature"), models or config.models),
+        models=models,
         resumable=_resumable(payload.get("resumable")),
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
     )
+
+
+def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:
+    """The models to try for a request naming `model`: it first, then the Worker's other
+    models in their configured order (the fallbacks). ApiError 400 for a model that is not
+    a string, 404 `model_not_found` for one not served here (GET /v1/models lists them)."""
+    if not isinstance(model, str):
+        raise invalid_request("model must be a string naming a model of GET /v1/models.", param="model")
+    if model not in config.models:
+        # The name is not echoed: it can be anything, of any length.
+        raise ApiError("model_not_found", "This model is not served here; GET /v1/models lists the models that are.", param="model")
+    return (model, *[other for other in dict.fromkeys(config.models) if other != model])
 
 
 def checked_reasoning_effort(value: Any) -> str | None:
@@ -223,8 +238,9 @@ def checked_number(value: Any, field: str, low: float, high: float) -> float:
 
 
 def checked_sampling(value: Any, field: str, models: tuple[str, ...]) -> float:
-    """A sampling parameter in the range every model of `models` takes (the catalog's)."""
-    low, high = catalog.sampling_range(models, field)
+    """A sampling parameter in the range the first of `models` takes (the catalog's); a
+    fallback that takes less gets it clamped (chat.model_call)."""
+    low, high = catalog.sampling_range(models[0], field)
     return checked_number(value, field, low, high)
 
 

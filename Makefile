@@ -51,12 +51,15 @@ bench: setup
 	$(BIN)/node bench/reframer_pyodide.mjs
 	$(BIN)/python bench/runtime_bench.py $(BENCH_ARGS)
 
-# Bundles the production configuration exactly as a deploy would, without uploading.
+# The Worker's config check on wrangler.toml (a retired model stops here), then the
+# production configuration bundled exactly as a deploy would, without uploading.
 deploy-check: setup
+	$(BIN)/python devtools/check_config.py wrangler.toml
 	npx wrangler deploy --dry-run --outdir .dev/deploy-dry-run
 
 # Needs a Cloudflare login (`npx wrangler login`) and internet access.
 deploy: setup
+	$(BIN)/python devtools/check_config.py wrangler.toml
 	$(BIN)/pywrangler deploy
 
 clean:

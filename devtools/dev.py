@@ -33,6 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 from chat import catalog  # noqa: E402 - pure Python: the Worker's own model catalog
+
 WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
 BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"
 EMULATOR_NAME = "workers-ai-emulator"

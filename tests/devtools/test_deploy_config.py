@@ -39,3 +39,14 @@ def test_wrangler_deploy_dry_run_passes_offline(tmp_path: Path):
     assert f"env.RATE_LIMITER ({simple['limit']} requests/{simple['period']}s)" in result.stdout, "the binding survives bundling"
     assert (tmp_path / "entry.py").is_file()
     assert (tmp_path / "chat" / "relay.mjs").is_file(), "the relay's JS half is bundled"
+
+
+def test_the_config_check_before_a_deploy_refuses_a_retired_model(tmp_path: Path):
+    from devtools.check_config import main
+
+    assert main([str(ROOT / "wrangler.toml")]) == 0
+    retired = tmp_path / "wrangler.toml"
+    text = (ROOT / "wrangler.toml").read_text().replace('MODEL = "@cf/zai-org/glm-4.7-flash"', 'MODEL = "@cf/meta/llama-3.1-8b-instruct"')
+    assert "llama-3.1-8b-instruct" in text
+    retired.write_text(text)
+    assert main([str(retired)]) == 1

@@ -38,12 +38,15 @@ STREAMS, REPEATS, WARM_UP = 30, 3, 8
 CPU_PATHS = ("python", "raw", "js", "resumable")
 
 
-def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, base: str | None = None) -> None:
+def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, base: str | None = None,
+        framing: str | None = None) -> None:
     """`base`: another checkout's src/entry.py, measured as "base" beside this one's
-    (an A/B of a change to the relay in one run)."""
+    (an A/B of a change to the relay in one run). `framing`: "native" or "openai" for
+    every model; None: the default model's own (the catalog's)."""
 
     def options(main: str | None = None) -> RuntimeOptions:
-        return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True)
+        return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True,
+                              ai_format=framing)
 
     python, js = LocalRuntime(options()), LocalRuntime(options(JS_REFRAMER))
     runtimes = [python, js]
@@ -75,7 +78,8 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
         for runtime in runtimes:
             runtime.stop()
     median = {name: statistics.median(values) for name, values in samples.items()}
-    print(f"{frames} frame(s) per chunk, CPU ms per 1,000-token answer (median of {repeats} runs of {STREAMS}):")
+    print(f"{frames} frame(s) per chunk, {framing or 'the default model'}'s framing, "
+          f"CPU ms per 1,000-token answer (median of {repeats} runs of {STREAMS}):")
     for name, values in samples.items():
         print(f"  {name:9} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
     if "python" in median and "raw" in median:
@@ -162,10 +166,12 @@ def main() -> None:
     parser.add_argument("--frames", type=int, default=1, help="frames per network chunk (cpu, alloc)")
     parser.add_argument("--repeats", type=int, default=REPEATS, help="runs per path (cpu)")
     parser.add_argument("--only", default=",".join(CPU_PATHS), help="comma-separated paths to measure (cpu)")
+    parser.add_argument("--framing", choices=("native", "openai"), default=None,
+                        help="the emulator's framing for every model (cpu; default: the default model's own)")
     parser.add_argument("--base", help="another checkout's src/entry.py, measured beside this one as 'base' (cpu)")
     args = parser.parse_args()
     if args.what == "cpu":
-        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base)
+        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base, framing=args.framing)
     elif args.what == "alloc":
         alloc(args.frames)
     else:

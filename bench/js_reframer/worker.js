@@ -38,7 +38,13 @@ function reframer(requestId, model) {
       }
       if (parsed.usage) usage = parsed.usage;
       if (parsed.finish_reason) finishReason = parsed.finish_reason;
-      const text = parsed.response;
+      // Native frames carry `response`; OpenAI-style chunks (most current models) carry
+      // choices[0].delta with content or reasoning, and finish_reason on the usage chunk.
+      const choice = parsed.choices?.[0];
+      if (choice?.finish_reason) finishReason = choice.finish_reason;
+      const thought = choice?.delta?.reasoning_content ?? choice?.delta?.reasoning;
+      if (typeof thought === "string" && thought.length > 0) out += frame("reasoning", { text: thought, p: padding() });
+      const text = parsed.response ?? choice?.delta?.content;
       if (typeof text === "string" && text.length > 0) {
         chunks++;
         chars += text.length;

@@ -12,7 +12,7 @@ from typing import Any
 
 from ._events import Event, ReasoningDelta, TextDelta
 from ._json import loads_bounded
-from ._jsonstr import scanstring
+from ._jsonstr import scan_body, scanstring
 
 __all__ = ["UpstreamNormalizer"]
 
@@ -89,6 +89,25 @@ def native_event_bodies(block: str) -> list[str] | None:
     return parts[1::2]
 
 
+# One whole OpenAI-style content or reasoning chunk as Workers AI streams it for most
+# current models (compact, in this key order, running usage on every chunk): nearly every
+# event of such a stream. Only a frame that is valid JSON matches: the id and model are
+# plain strings, the text any valid JSON string body, and the usage the three counts in any
+# order with an optional cached_tokens ([0-9], not \d: JSON has no other digits). Its
+# text is read by json.loads later, and only if it is the last usage seen. Any other shape
+# (the role chunk, finish_reason, tool calls, escapes in the id) takes the general path.
+_PLAIN = r'[^"\\\x00-\x1f]*'
+_COUNT = r"(?:0|[1-9][0-9]{0,15})"
+_TOKENS = r'"(?:prompt|completion|total)_tokens":' + _COUNT
+_USAGE = r"\{" + _TOKENS + r"(?:," + _TOKENS + r'){2}(?:,"prompt_tokens_details":\{"cached_tokens":' + _COUNT + r"\})?\}"
+_OPENAI_PREFIX = '{"id":"'
+_OPENAI_CHUNK = re.compile(
+    r'\{"id":"' + _PLAIN + r'","object":"chat\.completion\.chunk","created":' + _COUNT + r',"model":"' + _PLAIN + r'",'
+    r'"choices":\[\{"index":0,"delta":\{"(content|reasoning_content|reasoning)":"(' + _JSON_STRING_BODY + r')"\},'
+    r'"logprobs":null,"finish_reason":null\}\](?:,"usage":(null|' + _USAGE + r"))?\}"
+)
+
+
 def _is_count(value: object) -> bool:
     # bool is an int subclass, but `true` is not a token count.
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT
@@ -128,9 +147,36 @@ class UpstreamNormalizer:
     def __init__(self) -> None:
         self.done = False
         self.finish_reason: str | None = None
-        self.usage: dict[str, int] | None = None
+        self._usage: dict[str, int] | None = None
+        # The usage text of the last chunk read by the fast path, read only when asked for:
+        # a stream repeats its running usage in every chunk, and only the last one counts.
+        self._usage_text: str | None = None
         self.skipped = 0
         self.tool_calls = 0
+
+    @property
+    def usage(self) -> dict[str, int] | None:
+        """The last valid usage the upstream reported (counts, and `cached_tokens`)."""
+        self._read_pending_usage()
+        return self._usage
+
+    def _read_pending_usage(self) -> None:
+        if self._usage_text is not None:
+            text, self._usage_text = self._usage_text, None
+            self._record_usage(loads_bounded(text))
+
+    def _record_usage(self, usage: object) -> bool:
+        """Keeps `usage` when its counts are valid; True when the frame's usage was
+        readable (null included), as the general path counts a known field."""
+        if usage is None:
+            return True
+        if isinstance(usage, dict) and all(_is_count(usage.get(k)) for k in _USAGE_KEYS):
+            self._usage = {k: usage[k] for k in _USAGE_KEYS}
+            cached = _cached_tokens(usage)
+            if cached is not None:
+                self._usage["cached_tokens"] = cached
+            return True
+        return False
 
     def normalize(self, event: Event) -> list[TextDelta | ReasoningDelta]:
         """The deltas one upstream event carries (often one, possibly none). Never raises."""
@@ -156,6 +202,14 @@ class UpstreamNormalizer:
         text = fast_response(data)
         if text is not None:
             return text, ""
+        if data.startswith(_OPENAI_PREFIX):
+            chunk = _OPENAI_CHUNK.fullmatch(data)
+            if chunk is not None:
+                field, body, usage = chunk.groups()
+                if usage is not None and usage != "null":
+                    self._usage_text = usage
+                text = scan_body(body) if "\\" in body else body
+                return ("", text) if field != "content" else (text, "")
         return self.frame(data)
 
     def frame(self, data: str) -> tuple[str, str]:
@@ -197,15 +251,10 @@ class UpstreamNormalizer:
             elif response is None:
                 known = True
         if "usage" in obj:
-            usage = obj["usage"]
+            # A usage deferred by the fast path came first; this one replaces it if valid.
+            self._read_pending_usage()
             # OpenAI sends `"usage": null` on every chunk but the last when usage is on.
-            if usage is None:
-                known = True
-            elif isinstance(usage, dict) and all(_is_count(usage.get(k)) for k in _USAGE_KEYS):
-                self.usage = {k: usage[k] for k in _USAGE_KEYS}
-                cached = _cached_tokens(usage)
-                if cached is not None:
-                    self.usage["cached_tokens"] = cached
+            if self._record_usage(obj["usage"]):
                 known = True
         if "tool_calls" in obj and self._count_tool_calls(obj["tool_calls"]):
             known = True

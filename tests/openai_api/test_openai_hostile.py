@@ -9,7 +9,7 @@ import pytest
 
 from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send
 
-MODEL = "@cf/meta/llama-3.1-8b-instruct"
+MODEL = "@cf/zai-org/glm-4.7-flash"
 USER = [{"role": "user", "content": "hi"}]
 
 

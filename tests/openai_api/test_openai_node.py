@@ -13,7 +13,7 @@ from tests.runtime.scripts import echo, error, scripted_options, sleep
 
 ROOT = Path(__file__).resolve().parents[2]
 READER = Path(__file__).with_name("read_with_openai_sdk.mjs")
-MODEL = "@cf/meta/llama-3.1-8b-instruct"
+MODEL = "@cf/zai-org/glm-4.7-flash"
 
 
 def read_with_openai_sdk(url: str, body: dict, api_key: str = "any") -> dict:

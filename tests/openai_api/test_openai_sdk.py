@@ -23,7 +23,8 @@ from tests.runtime.scripts import (
     usage_frame,
 )
 
-MODEL = "@cf/meta/llama-3.1-8b-instruct"  # wrangler.toml's MODEL
+MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL
+FALLBACK = "@cf/google/gemma-4-26b-a4b-it"  # and its FALLBACK_MODELS
 
 
 def sdk(runtime: LocalRuntime, api_key: str = "any key works without AUTH_TOKEN") -> AsyncOpenAI:
@@ -99,7 +100,7 @@ async def test_without_include_usage_no_usage_chunk_is_sent_and_max_tokens_cuts_
 async def test_models_list_names_the_model_this_worker_serves(start_runtime):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     models = await sdk(runtime).models.list()
-    assert [model.id for model in models.data] == [MODEL]
+    assert [model.id for model in models.data] == [MODEL, FALLBACK]
     assert models.data[0].object == "model"
 
 

@@ -27,6 +27,9 @@ from tests.runtime.scripts import (
 
 # --- a normal answer ------------------------------------------------------------------
 
+# Three current models (the emulator refuses any other): A fails as if retired, B is busy.
+A, B, C = "@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
+
 
 async def test_answer_streams_meta_deltas_and_one_done_with_the_stream_headers(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
@@ -37,7 +40,7 @@ async def test_answer_streams_meta_deltas_and_one_done_with_the_stream_headers(s
     assert result.headers["x-accel-buffering"] == "no"
     assert result.headers["content-encoding"] == "identity"
     request_id = result.headers["x-request-id"]
-    assert result.names[0] == "meta" and result.events[0].data == {"request_id": request_id, "model": "@cf/meta/llama-3.1-8b-instruct"}
+    assert result.names[0] == "meta" and result.events[0].data == {"request_id": request_id, "model": "@cf/zai-org/glm-4.7-flash"}
     assert set(result.names[1:-1]) == {"delta"}
     done = result.terminal
     assert done.name == "done" and result.names.count("done") == 1
@@ -196,16 +199,16 @@ async def test_openai_format_upstream_gives_the_same_protocol_with_finish_reason
 
 
 async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime, http):
-    models = {"@cf/a": script(fail_start="5007: No such model"), "@cf/b": script(fail_start="3040: Capacity temporarily exceeded")}
+    models = {A: script(fail_start="5007: No such model"), B: script(fail_start="3040: Capacity temporarily exceeded")}
     runtime = start_runtime(scripted_options([echo(), done_frame()], models=models,
-                                             variables={"FALLBACK_MODELS": "@cf/b, @cf/c", "MODEL": "@cf/a"}))
+                                             variables={"FALLBACK_MODELS": f"{B}, {C}", "MODEL": A}))
     mark = len(runtime.lines)
     result = await chat(http, runtime.url)
-    assert result.events[0].data["model"] == "@cf/c" and result.text == USER[0]["content"]
-    runtime.wait_for_record("ai_run", since=mark, model="@cf/c")  # log lines arrive asynchronously
-    assert [r["model"] for r in runtime.records(mark) if r["event"] == "ai_run"] == ["@cf/a", "@cf/b", "@cf/c"]
+    assert result.events[0].data["model"] == C and result.text == USER[0]["content"]
+    runtime.wait_for_record("ai_run", since=mark, model=C)  # log lines arrive asynchronously
+    assert [r["model"] for r in runtime.records(mark) if r["event"] == "ai_run"] == [A, B, C]
     failures = [r for r in runtime.records(mark) if r["event"] == "chat_start_failed"]
-    assert [(f["model"], f["code"]) for f in failures] == [("@cf/a", "model_unavailable"), ("@cf/b", "rate_limited")]
+    assert [(f["model"], f["code"]) for f in failures] == [(A, "no_such_model"), (B, "rate_limited")]
 
 
 @pytest.mark.parametrize(
@@ -213,7 +216,9 @@ async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime
     [
         pytest.param("3040: Capacity temporarily exceeded", 429, "rate_limited", id="3040"),
         pytest.param("3036: Account limited", 429, "rate_limited", id="3036"),
-        pytest.param("5007: No such model secret-internal-detail", 502, "model_unavailable", id="other"),
+        pytest.param("5007: No such model secret-internal-detail or task", 400, "no_such_model", id="5007"),
+        pytest.param("5035: This model requires a Workers Paid plan secret-internal-detail", 403, "model_requires_paid_plan", id="5035"),
+        pytest.param("5004: Invalid data secret-internal-detail", 502, "model_unavailable", id="other"),
     ],
 )
 async def test_start_failures_map_to_status_codes_without_provider_details(start_runtime, http, binding_message, status, code):

@@ -304,8 +304,8 @@ async def test_a_silent_upstream_times_out_in_a_resumable_answer_too(start_runti
 
 async def test_fallbacks_apply_to_resumable_answers(start_runtime, http):
     runtime = start_runtime(scripted_options(
-        models={"@cf/first": script(fail_start="3040: busy"), "@cf/second": script([native_frame("from second"), done_frame()])},
-        variables={"MODEL": "@cf/first", "FALLBACK_MODELS": "@cf/second"},
+        models={"@cf/zai-org/glm-4.7-flash": script(fail_start="3040: busy"), "@cf/google/gemma-4-26b-a4b-it": script([native_frame("from second"), done_frame()])},
+        variables={"MODEL": "@cf/zai-org/glm-4.7-flash", "FALLBACK_MODELS": "@cf/google/gemma-4-26b-a4b-it"},
     ))
     result = await chat(http, runtime.url, RESUMABLE)
-    assert result.events[0].data["model"] == "@cf/second" and result.text == "from second" and result.terminal.name == "done"
+    assert result.events[0].data["model"] == "@cf/google/gemma-4-26b-a4b-it" and result.text == "from second" and result.terminal.name == "done"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sse import Event, ReasoningDelta, TextDelta, UpstreamNormalizer
 from sse._jsonstr import scan_body
@@ -328,3 +330,95 @@ def test_usage_with_counts_no_client_can_hold_is_not_recorded(count: int) -> Non
     usage = {**USAGE, "total_tokens": count}
     normalizer.normalize(message('{"response":"","usage":' + json.dumps(usage) + "}"))
     assert normalizer.usage is None
+
+
+def workers_ai_chunk(delta: dict, completion: int, finish: str | None = None, cached: int | None = 0) -> str:
+    """A chunk as Workers AI streams it for vLLM-served models (2026): running usage on
+    every chunk, finish_reason only on the usage chunk."""
+    usage: dict = {"prompt_tokens": 3, "completion_tokens": completion, "total_tokens": 3 + completion}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    return dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [choice], "usage": usage})
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_is_read_from_either_field_current_models_send(field: str) -> None:
+    normalizer = UpstreamNormalizer()
+    deltas = normalizer.normalize(message(workers_ai_chunk({field: "Let me think"}, 1)))
+    assert deltas == [ReasoningDelta(text="Let me think")] and normalizer.skipped == 0
+
+
+def test_running_usage_keeps_the_last_and_cached_tokens_travel_with_it() -> None:
+    normalizer = UpstreamNormalizer()
+    frames = [
+        workers_ai_chunk({"role": "assistant", "content": ""}, 0, cached=16),
+        workers_ai_chunk({"reasoning": "hm"}, 1, cached=16),
+        workers_ai_chunk({"content": "Hi"}, 2, cached=16),
+        workers_ai_chunk({"content": ""}, 2, finish="stop", cached=16),
+        dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
+               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 16}}}),
+    ]
+    deltas = [d for frame in frames for d in normalizer.normalize(message(frame))]
+    assert deltas == [ReasoningDelta(text="hm"), TextDelta(text="Hi")]
+    assert normalizer.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cached_tokens": 16}
+    assert normalizer.finish_reason == "stop" and normalizer.skipped == 0
+
+
+@pytest.mark.parametrize("details", [None, {}, {"cached_tokens": -1}, {"cached_tokens": True}, {"cached_tokens": "3"}, [], 5])
+def test_cached_tokens_that_are_not_a_count_are_left_out(details: object) -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message(dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": details}})))
+    assert normalizer.usage == USAGE
+
+
+def general_and_fast(frames: list[str]) -> tuple[tuple, tuple]:
+    """What the normalizer makes of `frames` through `read` (fast paths on) and through the
+    general path alone."""
+    fast, general = UpstreamNormalizer(), UpstreamNormalizer()
+    fast_out = [fast.read("message", frame) for frame in frames]
+    general_out = [general.frame(frame) for frame in frames]
+    return (fast_out, fast.usage, fast.skipped, fast.finish_reason), (general_out, general.usage, general.skipped, general.finish_reason)
+
+
+OPENAI_CHUNKS = [
+    pytest.param([workers_ai_chunk({"content": " hi"}, 1)], id="content"),
+    pytest.param([workers_ai_chunk({"reasoning_content": "hm"}, 1), workers_ai_chunk({"reasoning": "hm"}, 2)], id="reasoning-fields"),
+    pytest.param([workers_ai_chunk({"content": 'a\\"\\n\\u00e9\\ud83d\\ude42'}, 1)], id="escapes"),
+    pytest.param([workers_ai_chunk({"content": ""}, 1)], id="empty-text"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1, cached=None)], id="no-cached-tokens"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1), workers_ai_chunk({"content": "b"}, 2)], id="last-usage-wins"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1), '{"choices":[],"usage":{"prompt_tokens":"x"}}'], id="invalid-usage-later-keeps-earlier"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"prompt_tokens":3', '"prompt_tokens":03')], id="leading-zero-is-not-json"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"created":1', '"created":\u0661')], id="arabic-digit-is-not-json"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"total_tokens":4', '"prompt_tokens":4')], id="a-count-missing"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"usage":{', '"usage":null,"x":{')], id="other-field-after"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"id":"chatcmpl-1"', '"id":"a\\"b"')], id="escaped-id"),
+    pytest.param([workers_ai_chunk({"content": "a\x01"}, 1)], id="raw-control-character"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1)[:-1]], id="cut-short"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"usage":{"prompt_tokens":3', '"usage":{"prompt_tokens":3,"prompt_tokens":5')],
+                 id="duplicate-key"),
+]
+
+
+@pytest.mark.parametrize("frames", OPENAI_CHUNKS)
+def test_the_openai_fast_path_reads_exactly_what_the_general_path_reads(frames: list[str]) -> None:
+    fast, general = general_and_fast(frames)
+    assert fast == general
+
+
+def test_the_openai_fast_path_takes_the_common_chunk() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.frame = None  # type: ignore[method-assign]  # the general path must not run
+    assert normalizer.read("message", workers_ai_chunk({"content": " hi"}, 1)) == (" hi", "")
+    assert normalizer.read("message", workers_ai_chunk({"reasoning": "hm"}, 2)) == ("", "hm")
+    assert normalizer.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cached_tokens": 0}
+
+
+@given(st.text(max_size=30), st.text(max_size=10), st.integers(min_value=0, max_value=2**60), st.sampled_from(["content", "reasoning", "reasoning_content"]))
+def test_the_openai_fast_path_matches_the_general_path_for_any_text_and_counts(text: str, ident: str, count: int, field: str) -> None:
+    frame = dumps({"id": ident, "object": "chat.completion.chunk", "created": count, "model": "m",
+                   "choices": [{"index": 0, "delta": {field: text}, "logprobs": None, "finish_reason": None}],
+                   "usage": {"completion_tokens": count, "prompt_tokens": 1, "total_tokens": count}})
+    fast, general = general_and_fast([frame, frame.replace("\\", "\\\\", 1)])
+    assert fast == general

@@ -225,3 +225,12 @@ def test_scanning_pieces_is_scanning_the_whole_text(pieces, stops):
     else:
         assert not any(stop in whole for stop in stops) and out + scanner.flush() == whole
     assert scanner.feed("more") == "" or not scanner.matched
+
+
+def test_cached_prompt_tokens_go_where_openai_clients_read_them() -> None:
+    from sse import openai_usage
+
+    usage = {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35, "cached_tokens": 16}
+    assert openai_usage(usage) == {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35,
+                                   "prompt_tokens_details": {"cached_tokens": 16}}
+    assert "prompt_tokens_details" not in openai_usage({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})

@@ -18,7 +18,7 @@ from tests.sse.support import (
     without_padding,
 )
 
-MODEL = "@cf/meta/llama-3.1-8b-instruct"
+MODEL = "@cf/zai-org/glm-4.7-flash"
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
 

@@ -46,6 +46,10 @@ from typing import Any, Protocol
 import httpx
 
 DEFAULT_URL = "http://127.0.0.1:8787"
+# OpenAI's reasoning_effort values; "low" by default: a thinking model spends its reasoning
+# from the answer's token budget, and short thinking leaves room for the answer.
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+DEFAULT_REASONING_EFFORT = "low"
 MAX_LINE_CHARS = 1024 * 1024
 MAX_ERROR_BODY = 64 * 1024
 LINE_END = re.compile(r"\r\n|\r|\n")
@@ -299,6 +303,7 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
 async def ask(
     url: str, messages: list[dict[str, str]], *, out: TextSink, raw: bool = False, token: str | None = None,
     cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
+    reasoning_effort: str | None = DEFAULT_REASONING_EFFORT,
 ) -> Outcome:
     """Stream one answer to `out`; returns how it ended. Never raises for network or
     server behaviour."""
@@ -311,6 +316,8 @@ async def ask(
     parser = EventStreamParser()
     deadline = Deadline(timeout)
     body: dict[str, Any] = {"messages": messages, **({"resumable": True} if resume else {})}
+    if reasoning_effort is not None:
+        body["reasoning_effort"] = reasoning_effort
     # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
     async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
         request = client.build_request("POST", base + path, json=body, headers=headers)
@@ -457,6 +464,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     modes.add_argument("--raw", action="store_true", help="read /api/chat/raw (Workers AI's own frames)")
     modes.add_argument("--resume", action="store_true", help="a resumable answer: reconnect where it left off on a drop")
     parser.add_argument("--token", default=os.environ.get("CHAT_TOKEN"), help="bearer token (default: $CHAT_TOKEN)")
+    parser.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, default=DEFAULT_REASONING_EFFORT,
+                        help=f"how much a thinking model thinks first (default {DEFAULT_REASONING_EFFORT}: short, so the answer fits)")
     return parser.parse_args(argv)
 
 
@@ -476,6 +485,7 @@ def main(argv: list[str] | None = None) -> int:
     outcome = asyncio.run(ask(
         args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
         token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
+        reasoning_effort=args.reasoning_effort,
     ))
     if writer.needs_newline:
         sys.stdout.write("\n")

@@ -2,6 +2,7 @@
 // chat-stream.js, and renders model text as text (text nodes only, never HTML).
 import { streamChat } from "./chat-stream.js";
 
+const REASONING_EFFORT = "low";
 const $ = (id) => document.getElementById(id);
 const form = $("composer");
 const input = $("input");
@@ -222,6 +223,9 @@ async function answer(item, resume = null) {
   const outcome = await streamChat(conversation.slice(), {
     signal: controller.signal,
     headers: authHeaders(),
+    // Thinking models spend reasoning from the answer's budget: "low" keeps the thinking
+    // visible and short, so the answer fits (README, "Reasoning").
+    extra: { reasoning_effort: REASONING_EFFORT },
     resumable: true,
     resume,
     onMeta: (meta) => {

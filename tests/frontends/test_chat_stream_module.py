@@ -43,7 +43,7 @@ def test_the_reader_gives_the_workers_answer_with_its_callbacks_and_done(results
     assert worker["text"] == expected_answer(QUESTION) == "".join(worker["seen"]["deltas"])
     assert worker["chunks"] == SLOW_ANSWER_CHUNKS == worker["done"]["chunks"]
     assert worker["seen"]["metas"][0]["request_id"] == worker["requestId"]
-    assert worker["model"] == "@cf/meta/llama-3.1-8b-instruct"
+    assert worker["model"] == "@cf/zai-org/glm-4.7-flash"
 
 
 def test_byte_by_byte_delivery_any_line_end_comments_and_unknown_events_are_read_right(results):

@@ -115,7 +115,7 @@ def test_the_conversation_so_far_is_sent_with_the_next_turn(run_pages):
         {"role": "user", "content": second},
     ]}
     assert report["second"]["text"] == expected_answer(second)
-    assert report["model"] == "@cf/meta/llama-3.1-8b-instruct", "the model from `meta` is shown"
+    assert report["model"] == "@cf/zai-org/glm-4.7-flash", "the model from `meta` is shown"
 
 
 def test_the_controls_have_accessible_names_and_the_reply_is_a_live_region(run_pages):

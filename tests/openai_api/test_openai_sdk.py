@@ -42,7 +42,8 @@ FAILURES = scripted_options(
     [echo(), usage_frame(3, 1), done_frame()],
     prompts={
         "rate limited": script(fail_start="3040: Capacity temporarily exceeded"),
-        "unavailable": script(fail_start="5007: secret provider detail"),
+        "unavailable": script(fail_start="5004: secret provider detail"),
+        "retired": script(fail_start="5007: No such model secret provider detail or task"),
         "slow start": script([echo(), done_frame()], start_delay_ms=3000),
         "fails midway": script([native_frame("Hel"), sleep(50), native_frame("lo"), sleep(50), error("secret provider detail")]),
         "cut off": script([native_frame("Hel"), native_frame("lo")]),
@@ -106,12 +107,15 @@ async def test_models_list_names_the_model_this_worker_serves(start_runtime):
 
 async def test_upstreams_in_openai_and_native_framing_give_the_same_chunks(start_runtime):
     async def read(options: RuntimeOptions) -> tuple[list[tuple[str | None, str | None]], dict | None]:
+        # No thinking: the native framing has no reasoning to compare with.
         stream = await sdk(start_runtime(options)).chat.completions.create(
-            model=MODEL, messages=USER, stream=True, stream_options={"include_usage": True}, max_tokens=40
+            model=MODEL, messages=USER, stream=True, stream_options={"include_usage": True}, max_tokens=40,
+            extra_body={"reasoning_effort": "none"},
         )
         chunks = [chunk async for chunk in stream]
         pairs = [(c.choices[0].delta.content, c.choices[0].finish_reason) for c in chunks if c.choices]
-        return pairs, chunks[-1].usage.model_dump() if chunks[-1].usage else None
+        usage = chunks[-1].usage.model_dump(exclude={"prompt_tokens_details", "completion_tokens_details"}) if chunks[-1].usage else None
+        return pairs, usage
 
     native = await read(RuntimeOptions(ai_pace=0, ai_format="native"))
     framed = await read(RuntimeOptions(ai_pace=0, ai_format="openai"))
@@ -208,6 +212,7 @@ async def test_an_unknown_model_is_not_found_in_openais_shape(start_runtime, htt
     [
         pytest.param("rate limited", openai.RateLimitError, 429, "rate_limited", id="rate-limited"),
         pytest.param("unavailable", openai.InternalServerError, 502, "model_unavailable", id="unavailable"),
+        pytest.param("retired", openai.BadRequestError, 400, "no_such_model", id="no-such-model"),
         pytest.param("slow start", openai.InternalServerError, 504, "upstream_timeout", id="start-timeout"),
     ],
 )

@@ -55,7 +55,8 @@ DISCONNECTS = {f"disconnect at {where}": k + 1 if k < len(TOKENS) else len(TOKEN
 START_FAILURES = {
     "start 3040": (script(fail_start="3040: Capacity temporarily exceeded"), 429, "rate_limited"),
     "start 3036": (script(fail_start="3036: Daily free allocation exhausted"), 429, "rate_limited"),
-    "start 5007": (script(fail_start="5007: No such model"), 502, "model_unavailable"),
+    "start 5007": (script(fail_start="5007: No such model @cf/x or task"), 400, "no_such_model"),
+    "start 5035": (script(fail_start="5035: This model requires a Workers Paid plan."), 403, "model_requires_paid_plan"),
     "start 5000": (script(fail_start="5000: Internal error"), 502, "model_unavailable"),
     "start timeout": (script([done_frame()], start_delay_ms=2500), 504, "upstream_timeout"),
 }

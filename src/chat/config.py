@@ -49,7 +49,8 @@ class Config:
 
     @property
     def models(self) -> tuple[str, ...]:
-        return (self.model, *self.fallback_models)
+        # Once each: a model listed twice would be tried twice when it fails.
+        return tuple(dict.fromkeys((self.model, *self.fallback_models)))
 
     @classmethod
     def from_env(cls, read: Callable[[str], str | None]) -> Config:

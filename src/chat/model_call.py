@@ -12,6 +12,7 @@ ai-gateway/observability/custom-metadata).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,10 +50,33 @@ class ModelCall:
                    options=order.get("options") or {})
 
 
+class CallOverlaps:
+    """Which of this isolate's binding calls overlapped another. The binding reports only
+    the gateway log id of its most recent call, and one binding serves every request of the
+    isolate: a call that overlapped another cannot tell whose id it reads, so it reads none.
+    A call lasts from run() until it settles (a late one too) or its id was read."""
+
+    def __init__(self) -> None:
+        self._calls: dict[int, bool] = {}  # call -> alone so far
+        self._next = 0
+
+    def begin(self) -> int:
+        call = self._next
+        self._next += 1
+        for other in self._calls:
+            self._calls[other] = False
+        self._calls[call] = not self._calls
+        return call
+
+    def end(self, call: int) -> bool:
+        """Whether the call was alone from begin to end (False if ended already)."""
+        return self._calls.pop(call, False)
+
+
 def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, client: str | None) -> ModelCall:
     """The call for `turn`. `client`: a stable id of the client (its rate-limit key), sent
     to the gateway only as a digest, so spend can be capped per client there."""
-    options: dict[str, Any] = {"extraHeaders": {"x-session-affinity": turn.session_key}}
+    options: dict[str, Any] = {"extraHeaders": {"x-session-affinity": session_key(turn, client)}}
     if config.ai_gateway_id is not None:
         gateway: dict[str, Any] = {"id": config.ai_gateway_id, "metadata": _metadata(request_id, route, client)}
         if turn.skip_cache:
@@ -60,6 +84,29 @@ def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, c
         options["gateway"] = gateway
     return ModelCall(inputs=turn.model_inputs(config.system_prompt), models=turn.models, reasoning_effort=turn.reasoning_effort,
                      options=options)
+
+
+def session_key(turn: ChatTurn, client: str | None) -> str:
+    """The prompt-caching session of a conversation (Workers AI's x-session-affinity): the
+    same for every turn of it, so follow-ups reach the instance that holds its prefix.
+
+    Made of the client (its rate-limit key) and the AI SDK's chat id where there is one,
+    else the conversation's opening, its messages up to the first user message, which
+    every later turn repeats. The client is part of it so that other clients' sessions
+    never share one on purpose: a shared session would let one client learn from
+    `cached_tokens` whether its guess of another's conversation is right, and would put
+    every conversation with the same opening on one instance. zlib, not hashlib: this runs
+    on every request, and the digest only spreads sessions over instances.
+    """
+    import zlib
+
+    if turn.chat_id is not None:
+        basis: object = ["chat", turn.chat_id]
+    else:
+        opening = next((i for i, message in enumerate(turn.messages) if message["role"] == "user"), 0)
+        basis = list(turn.messages[: opening + 1])
+    data = json.dumps([client, basis], sort_keys=True).encode("utf-8", "surrogatepass")
+    return f"ses-{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
 
 
 def _metadata(request_id: str, route: str, client: str | None) -> dict[str, str]:

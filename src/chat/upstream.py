@@ -13,10 +13,14 @@ from pyodide.ffi import JsException, to_js
 from .api_errors import MODEL_REFUSED_CODES, RATE_LIMIT_CODES, ApiError, binding_error_code
 from .config import Config
 from .logs import log
-from .model_call import ModelCall
+from .model_call import CallOverlaps, ModelCall
 
 # A gateway log id is a short token (a ULID today); anything else is not copied anywhere.
 MAX_GATEWAY_LOG_ID_CHARS = 64
+
+
+# The calls of this isolate: its one AI binding serves them all.
+_overlaps = CallOverlaps()
 
 
 class Started(NamedTuple):
@@ -65,34 +69,57 @@ async def start_model_stream(
     starts.
     """
     js_options = _js(call.options)
-    failure: ApiError | None = None
+    failures: list[ApiError] = []
     for attempt, model in enumerate(call.models or config.models):
         began = time.monotonic()
         # One future for the call, waited on with asyncio.wait: at the deadline it is
         # neither cancelled nor marked for logging (a cancelled shield would have asyncio
         # print a late failure's whole provider message), and it can still be awaited
         # for its late stream. The binding may hand back a coroutine: awaited only once.
+        overlap = _overlaps.begin()
         start = asyncio.ensure_future(ai.run(model, _js(call.inputs_for(model)), js_options))
-        finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
+        try:
+            finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
+        except BaseException:
+            _overlaps.end(overlap)
+            raise
         try:
             if not finished:
+                start.add_done_callback(lambda _, late=overlap: _overlaps.end(late))
                 keep_alive(_cancel_when_it_arrives(start, request_id, model))
                 raise TimeoutError
             stream = start.result()
         except (TimeoutError, JsException) as exc:
+            if finished:
+                _overlaps.end(overlap)
             failure, detail = _classify(exc, config)
+            failures.append(failure)
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
             continue
+        except BaseException:
+            _overlaps.end(overlap)
+            raise
         if getattr(stream, "getReader", None) is None:
+            _overlaps.end(overlap)
             failure = ApiError("model_unavailable")
+            failures.append(failure)
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=502, code=failure.code, reason="not_a_stream")
             continue
         gateway_log_id = await _gateway_log_id(ai) if "gateway" in call.options else None
+        if not _overlaps.end(overlap):
+            gateway_log_id = None
         return Started(model, stream, gateway_log_id)
-    assert failure is not None
-    raise failure
+    raise _reported(failures)
+
+
+def _reported(failures: list[ApiError]) -> ApiError:
+    """The failure a client hears of when no model started: the first that retrying can
+    cure (a busy or slow model), so that clients retry; else the first model's own (the
+    one asked for), not a fallback's."""
+    retryable = [failure for failure in failures if failure.code not in MODEL_REFUSED_CODES.values()]
+    return (retryable or failures)[0]
 
 
 def _js(value: dict[str, Any] | Any) -> Any:
@@ -100,8 +127,9 @@ def _js(value: dict[str, Any] | Any) -> Any:
 
 
 async def _gateway_log_id(ai: Any) -> str | None:
-    """The binding's `aiGatewayLogId`: the log entry of its most recent run (so, read at
-    once, before another request's run can finish; ai-gateway/usage/worker-binding-methods).
+    """The binding's `aiGatewayLogId`: the log entry of its most recent run
+    (ai-gateway/usage/worker-binding-methods); the caller keeps it only if no other call
+    overlapped this one.
     The local emulator is a service binding, which the runtime's Python SDK wraps so that
     only methods cross RPC: there it is a method that returns the same value."""
     try:

@@ -21,6 +21,11 @@ MAX_CHAT_ID_CHARS = 128
 # always safe; a TTL, a cache key, metadata or the gateway itself are the Worker's (a
 # client could otherwise cache answers for others, or spend under someone else's name).
 CLIENT_GATEWAY_OPTIONS = ("skip_cache",)
+# The gateway's other options, named in a refusal; any other key is not echoed back.
+WORKER_GATEWAY_OPTIONS = frozenset({
+    "id", "cache_ttl", "cache_key", "metadata", "collect_log", "event_id", "request_timeout_ms", "retries",
+    "skipCache", "cacheTtl", "cacheKey", "collectLog", "eventId", "requestTimeoutMs",
+})
 
 # What counts as blank content: ECMAScript's WhiteSpace and LineTerminator (what `\s`
 # means in a browser), spelled out the same way in docs/openapi.yaml's pattern. Python's
@@ -46,20 +51,6 @@ class ChatTurn:
     models: tuple[str, ...] = ()  # the client's choice of model first, then the others; (): MODEL's order
     reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
     skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
-
-    @property
-    def session_key(self) -> str:
-        """The prompt-caching session of this conversation (Workers AI's x-session-affinity):
-        the same for every turn of it, so follow-ups reach the instance holding its prefix.
-        The AI SDK's chat id where there is one, else a digest of the first message, which
-        every later turn repeats. zlib, not hashlib: this runs on every request, and the
-        digest only spreads conversations over instances (a collision shares one)."""
-        if self.chat_id is not None:
-            return "chat-" + self.chat_id
-        import zlib
-
-        first = json.dumps(self.messages[0], sort_keys=True).encode("utf-8", "surrogatepass")
-        return f"conv-{zlib.crc32(first):08x}{zlib.adler32(first):08x}"
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         # The server's prompt comes first, so a client's own system messages (where a
@@ -154,12 +145,16 @@ def checked_gateway_options(value: Any) -> bool:
         return False
     if not isinstance(value, dict):
         raise invalid_request("gateway must be an object.", param="gateway")
+    allowed = ", ".join(CLIENT_GATEWAY_OPTIONS)
     for key in value:
-        if key not in CLIENT_GATEWAY_OPTIONS:
-            allowed = ", ".join(CLIENT_GATEWAY_OPTIONS)
-            field = f"gateway.{key[:64]}"
+        if key in WORKER_GATEWAY_OPTIONS:
+            field = f"gateway.{key}"
             raise invalid_request(f"{field}: a client may set only {allowed}; the Worker sets the rest.", param=field)
-    skip = value.get("skip_cache", False)
+        if key not in CLIENT_GATEWAY_OPTIONS:
+            raise invalid_request(f"gateway: an unknown option; a client may set only {allowed}.", param="gateway")
+    skip = value.get("skip_cache")
+    if skip is None:
+        return False
     if not isinstance(skip, bool):
         raise invalid_request("gateway.skip_cache must be true or false.", param="gateway.skip_cache")
     return skip

@@ -91,15 +91,20 @@ def native_event_bodies(block: str) -> list[str] | None:
 
 # One whole OpenAI-style content or reasoning chunk as Workers AI streams it for most
 # current models (compact, in this key order, running usage on every chunk): nearly every
-# event of such a stream. Only a frame that is valid JSON matches: the id and model are
-# plain strings, the text any valid JSON string body, and the usage the three counts in any
-# order with an optional cached_tokens ([0-9], not \d: JSON has no other digits). Its
-# text is read by json.loads later, and only if it is the last usage seen. Any other shape
-# (the role chunk, finish_reason, tool calls, escapes in the id) takes the general path.
+# event of such a stream. Only a frame that is valid JSON, with a usage the general path
+# would keep, matches: the id and model are plain strings, the text any valid JSON string
+# body, and the usage the three counts (in either order seen from Workers AI) with an
+# optional cached_tokens, each of at most 15 digits, so below 2**53 ([0-9], not \d: JSON
+# has no other digits). That usage replaces any earlier one, so its text is read by
+# json.loads only when asked for. Any other shape (the role chunk, finish_reason, tool
+# calls, escapes in the id, other usage) takes the general path.
 _PLAIN = r'[^"\\\x00-\x1f]*'
-_COUNT = r"(?:0|[1-9][0-9]{0,15})"
-_TOKENS = r'"(?:prompt|completion|total)_tokens":' + _COUNT
-_USAGE = r"\{" + _TOKENS + r"(?:," + _TOKENS + r'){2}(?:,"prompt_tokens_details":\{"cached_tokens":' + _COUNT + r"\})?\}"
+_COUNT = r"(?:0|[1-9][0-9]{0,14})"
+_USAGE = (
+    r'\{"prompt_tokens":' + _COUNT + r',(?:"completion_tokens":' + _COUNT + r',"total_tokens":' + _COUNT
+    + r'|"total_tokens":' + _COUNT + r',"completion_tokens":' + _COUNT + r')'
+    + r'(?:,"prompt_tokens_details":\{"cached_tokens":' + _COUNT + r"\})?\}"
+)
 _OPENAI_PREFIX = '{"id":"'
 _OPENAI_CHUNK = re.compile(
     r'\{"id":"' + _PLAIN + r'","object":"chat\.completion\.chunk","created":' + _COUNT + r',"model":"' + _PLAIN + r'",'
@@ -115,11 +120,12 @@ def _is_count(value: object) -> bool:
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
     # Prompt caching reports the prompt tokens read from the prefix cache here, as
-    # OpenAI does (the output schemas of Workers AI's model pages; chat/catalog.py).
+    # OpenAI does (the output schemas of Workers AI's model pages; chat/catalog.py). More
+    # cached than prompt tokens is not a count of anything: left out.
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and _is_count(details.get("cached_tokens")):
         cached: int = details["cached_tokens"]
-        return cached
+        return cached if cached <= usage["prompt_tokens"] else None
     return None
 
 

@@ -107,3 +107,60 @@ def test_the_emulator_gets_the_whole_catalog_as_json():
     glm = data["models"]["@cf/zai-org/glm-4.7-flash"]
     assert glm["framing"] == "openai" and glm["reasoning"]["switch"] == "enable_thinking" and glm["ranges"]["temperature"] == [0.0, 2.0]
     assert data["retired"]["@cf/moonshotai/kimi-k2.5"]["aliased_to"] == "@cf/moonshotai/kimi-k2.6"
+
+
+def test_a_binding_call_reads_the_gateway_log_id_only_when_no_other_call_overlapped_it():
+    from chat.model_call import CallOverlaps
+
+    calls = CallOverlaps()
+    alone = calls.begin()
+    assert calls.end(alone), "no other call: the binding's last id is this call's"
+    first = calls.begin()
+    second = calls.begin()
+    assert not calls.end(first) and not calls.end(second), "either could have set the binding's last id"
+    late = calls.begin()
+    after = calls.begin()
+    assert not calls.end(after), "a call that timed out is still running until it settles"
+    calls.end(late)
+    assert calls.end(calls.begin()), "once it settled, the next call is alone again"
+    assert not calls.end(alone), "ending twice reads nothing"
+
+
+def test_a_conversation_keeps_its_session_and_no_other_client_or_chat_shares_it():
+    from chat.model_call import session_key
+    from chat.validation import ChatTurn
+
+    def turn(*contents: str, chat_id: str | None = None, system: bool = False) -> ChatTurn:
+        roles = ["user", "assistant"]
+        messages = [{"role": roles[i % 2], "content": text} for i, text in enumerate(contents)]
+        if system:
+            messages.insert(0, {"role": "system", "content": "Be brief."})
+        return ChatTurn(messages=tuple(messages), max_tokens=10, temperature=None, chat_id=chat_id)
+
+    first, later = turn("Hi"), turn("Hi", "Hello!", "How are you?")
+    assert session_key(first, "ip:a") == session_key(later, "ip:a"), "every turn of one conversation"
+    assert session_key(first, "ip:a") != session_key(first, "ip:b"), "another client's conversation, however it opens"
+    assert session_key(turn("Hi", system=True), "ip:a") != session_key(turn("Bye", system=True), "ip:a"), (
+        "a system message first: the first user message still tells conversations apart"
+    )
+    assert session_key(turn("Hi", chat_id="c1"), "ip:a") == session_key(turn("Other", chat_id="c1"), "ip:a")
+    assert session_key(turn("Hi", chat_id="c1"), "ip:a") != session_key(turn("Hi", chat_id="c2"), "ip:a")
+    assert session_key(turn("\ud800 lone"), "ip:a").startswith("ses-")
+
+
+@pytest.mark.parametrize(("gateway", "named"), [
+    pytest.param({"cache_ttl": 60}, "gateway.cache_ttl", id="ttl"),
+    pytest.param({"cacheKey": "k"}, "gateway.cacheKey", id="binding-spelling"),
+    pytest.param({"<script>\u0000": 1}, "gateway", id="unknown-key-not-echoed"),
+    pytest.param({"skip_cache": "yes"}, "gateway.skip_cache", id="skip-cache-not-a-boolean"),
+    pytest.param([True], "gateway", id="not-an-object"),
+])
+def test_a_gateway_option_a_client_may_not_set_is_a_400_naming_it(gateway, named):
+    from chat.api_errors import ApiError
+    from chat.validation import validate_chat
+
+    config = Config.from_env(production_vars().get)
+    with pytest.raises(ApiError) as refused:
+        validate_chat({"messages": [{"role": "user", "content": "Hi"}], "gateway": gateway}, config)
+    assert refused.value.status == 400 and refused.value.param == named and "<script>" not in refused.value.message
+    assert validate_chat({"messages": [{"role": "user", "content": "Hi"}], "gateway": {"skip_cache": None}}, config).skip_cache is False

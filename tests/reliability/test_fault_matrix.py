@@ -21,6 +21,7 @@ from tests.runtime.scripts import (
     send_bytes,
     sleep,
     usage_frame,
+    workers_ai_chunk,
 )
 
 TOKENS = ["Alpha ", "beta ", "gamma ", "delta ", "omega"]
@@ -31,6 +32,15 @@ def paced(tokens: list[str]) -> list[Step]:
     steps: list[Step] = []
     for text in tokens:
         steps += [native_frame(text), sleep(60)]
+    return steps
+
+
+def paced_chunks(tokens: list[str], start: int = 0) -> list[Step]:
+    """The same tokens as the default model streams them: OpenAI-style chunks, after a
+    reasoning chunk (reasoning is never part of the answer's text)."""
+    steps: list[Step] = [workers_ai_chunk(start + 1, reasoning="Thinking it over.")] if start == 0 else []
+    for i, text in enumerate(tokens):
+        steps += [workers_ai_chunk(start + i + 2, content=text), sleep(60)]
     return steps
 
 
@@ -47,6 +57,15 @@ def stream_scenarios() -> dict[str, tuple[list[Step], str, str, str]]:
     table["over-long line"] = ([*paced(TOKENS[:2]), repeat(1100, "y" * 1024), done_frame()], "error", "upstream_malformed", "".join(TOKENS[:2]))
     invalid = b'data: {"response": "bad \xc3\x28 bytes"}\n\n'
     table["invalid utf-8"] = ([send_bytes(invalid), usage_frame(3, 5), done_frame()], "done", "", "bad \ufffd( bytes")
+    # The same faults in the framing of today's default model.
+    for where, k in POSITIONS.items():
+        head, text = paced_chunks(TOKENS[:k]), "".join(TOKENS[:k])
+        table[f"openai error at {where}"] = ([*head, error("provider said 42")], "error", "generation_failed", text)
+        table[f"openai hang at {where}"] = ([*head, hang()], "error", "upstream_timeout", text)
+        table[f"openai truncation at {where}"] = (head, "error", "upstream_incomplete", text)
+        ending = [workers_ai_chunk(9, finish_reason="stop"), done_frame()]
+        malformed = [*head, send('data: {"id":"x","choices":[{"delta":{"content": oops\n\n'), *paced_chunks(TOKENS[k:], k), *ending]
+        table[f"openai malformed chunk at {where}"] = (malformed, "done", "", "".join(TOKENS))
     return table
 
 

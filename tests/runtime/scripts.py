@@ -53,6 +53,18 @@ def openai_chunk(content: str | None = None, finish_reason: str | None = None) -
     return send("data: " + json.dumps(chunk) + "\n\n")
 
 
+def workers_ai_chunk(completion_tokens: int, *, content: str | None = None, reasoning: str | None = None,
+                     reasoning_field: str = "reasoning_content", finish_reason: str | None = None) -> Step:
+    """A chunk as Workers AI streams it for most current models (2026): compact, with id,
+    created and model, running usage on every chunk, finish_reason only on the usage chunk."""
+    delta = {reasoning_field: reasoning} if reasoning is not None else {"content": content or ""}
+    usage = {"prompt_tokens": 9, "completion_tokens": completion_tokens, "total_tokens": 9 + completion_tokens,
+             "prompt_tokens_details": {"cached_tokens": 0}}
+    chunk = {"id": "chatcmpl-9f", "object": "chat.completion.chunk", "created": 1764000000, "model": "@cf/zai-org/glm-4.7-flash",
+             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}], "usage": usage}
+    return send("data: " + json.dumps(chunk, ensure_ascii=False, separators=(",", ":")) + "\n\n")
+
+
 def usage_frame(prompt_tokens: int, completion_tokens: int) -> Step:
     """Workers AI's frame after the text: an empty response and the token counts."""
     usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

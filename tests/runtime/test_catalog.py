@@ -250,6 +250,19 @@ async def test_every_call_goes_through_the_gateway_with_ids_never_content(start_
     assert plain.terminal.name == "done"
 
 
+async def test_another_client_never_shares_a_conversations_session(start_runtime, http):
+    # Found by the attack on issue 16: with sessions keyed by the conversation alone, a client
+    # that guessed another's conversation saw its guess confirmed by cached_tokens.
+    runtime = start_runtime(EVERY_MODEL)
+    conversation = user("A private question about my account. " * 20)
+    victim = await chat(http, runtime.url, {"messages": conversation}, headers={"cf-connecting-ip": "203.0.113.1"})
+    guess = await chat(http, runtime.url, {"messages": conversation}, headers={"cf-connecting-ip": "203.0.113.2"})
+    assert victim.terminal.name == guess.terminal.name == "done"
+    victims, guessers = [r["session_affinity"] for r in runs(runtime, 0)][-2:]
+    assert victims != guessers, "the same conversation from two clients: two sessions"
+    assert guess.terminal.data["usage"]["cached_tokens"] == 0, "nothing of the victim's is read from the cache"
+
+
 async def test_a_conversations_turns_share_a_session_and_read_its_prefix_from_the_cache(start_runtime, http):
     runtime = start_runtime(EVERY_MODEL)
     long_question = "Explain prefix caching with an example. " * 20
@@ -273,5 +286,6 @@ async def test_a_conversations_turns_share_a_session_and_read_its_prefix_from_th
     turns = [ui_message(long_question, id="a"), ui_message(first.text, id="b", role="assistant"), ui_message("And then?", id="c")]
     for _ in range(2):
         ui = await http.post(runtime.url + "/api/ui-chat", json={"id": "chat-42", "messages": turns})
-    assert runs(runtime, 0)[-1]["session_affinity"] == "chat-chat-42", "a UI chat's session is its chat id"
+    first_ui, second_ui = [r["session_affinity"] for r in runs(runtime, 0)][-2:]
+    assert first_ui == second_ui != first_run["session_affinity"], "a UI chat's session is its chat id's"
     assert ui_texts(ui.content)[2]["messageMetadata"]["usage"]["cached_tokens"] > 0

@@ -335,7 +335,7 @@ def test_usage_with_counts_no_client_can_hold_is_not_recorded(count: int) -> Non
 def workers_ai_chunk(delta: dict, completion: int, finish: str | None = None, cached: int | None = 0) -> str:
     """A chunk as Workers AI streams it for vLLM-served models (2026): running usage on
     every chunk, finish_reason only on the usage chunk."""
-    usage: dict = {"prompt_tokens": 3, "completion_tokens": completion, "total_tokens": 3 + completion}
+    usage: dict = {"prompt_tokens": 20, "completion_tokens": completion, "total_tokens": 20 + completion}
     if cached is not None:
         usage["prompt_tokens_details"] = {"cached_tokens": cached}
     choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -357,11 +357,11 @@ def test_running_usage_keeps_the_last_and_cached_tokens_travel_with_it() -> None
         workers_ai_chunk({"content": "Hi"}, 2, cached=16),
         workers_ai_chunk({"content": ""}, 2, finish="stop", cached=16),
         dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
-               "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "prompt_tokens_details": {"cached_tokens": 16}}}),
+               "usage": {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22, "prompt_tokens_details": {"cached_tokens": 16}}}),
     ]
     deltas = [d for frame in frames for d in normalizer.normalize(message(frame))]
     assert deltas == [ReasoningDelta(text="hm"), TextDelta(text="Hi")]
-    assert normalizer.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cached_tokens": 16}
+    assert normalizer.usage == {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22, "cached_tokens": 16}
     assert normalizer.finish_reason == "stop" and normalizer.skipped == 0
 
 
@@ -389,14 +389,14 @@ OPENAI_CHUNKS = [
     pytest.param([workers_ai_chunk({"content": "a"}, 1, cached=None)], id="no-cached-tokens"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1), workers_ai_chunk({"content": "b"}, 2)], id="last-usage-wins"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1), '{"choices":[],"usage":{"prompt_tokens":"x"}}'], id="invalid-usage-later-keeps-earlier"),
-    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"prompt_tokens":3', '"prompt_tokens":03')], id="leading-zero-is-not-json"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"prompt_tokens":20', '"prompt_tokens":020')], id="leading-zero-is-not-json"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"created":1', '"created":\u0661')], id="arabic-digit-is-not-json"),
-    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"total_tokens":4', '"prompt_tokens":4')], id="a-count-missing"),
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"total_tokens":21', '"prompt_tokens":21')], id="a-count-missing"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"usage":{', '"usage":null,"x":{')], id="other-field-after"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"id":"chatcmpl-1"', '"id":"a\\"b"')], id="escaped-id"),
     pytest.param([workers_ai_chunk({"content": "a\x01"}, 1)], id="raw-control-character"),
     pytest.param([workers_ai_chunk({"content": "a"}, 1)[:-1]], id="cut-short"),
-    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"usage":{"prompt_tokens":3', '"usage":{"prompt_tokens":3,"prompt_tokens":5')],
+    pytest.param([workers_ai_chunk({"content": "a"}, 1).replace('"usage":{"prompt_tokens":20', '"usage":{"prompt_tokens":20,"prompt_tokens":5')],
                  id="duplicate-key"),
 ]
 
@@ -412,7 +412,7 @@ def test_the_openai_fast_path_takes_the_common_chunk() -> None:
     normalizer.frame = None  # type: ignore[method-assign]  # the general path must not run
     assert normalizer.read("message", workers_ai_chunk({"content": " hi"}, 1)) == (" hi", "")
     assert normalizer.read("message", workers_ai_chunk({"reasoning": "hm"}, 2)) == ("", "hm")
-    assert normalizer.usage == {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5, "cached_tokens": 0}
+    assert normalizer.usage == {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22, "cached_tokens": 0}
 
 
 @given(st.text(max_size=30), st.text(max_size=10), st.integers(min_value=0, max_value=2**60), st.sampled_from(["content", "reasoning", "reasoning_content"]))
@@ -422,3 +422,26 @@ def test_the_openai_fast_path_matches_the_general_path_for_any_text_and_counts(t
                    "usage": {"completion_tokens": count, "prompt_tokens": 1, "total_tokens": count}})
     fast, general = general_and_fast([frame, frame.replace("\\", "\\\\", 1)])
     assert fast == general
+
+
+LATER_USAGE_THE_GENERAL_PATH_REFUSES = [
+    pytest.param('"completion_tokens":2,', '"completion_tokens":9007199254740993,', id="over-2**53"),
+    pytest.param('"prompt_tokens":20,"completion_tokens":2,"total_tokens":22', '"total_tokens":1,"total_tokens":2,"prompt_tokens":3',
+                 id="duplicate-keys"),
+    pytest.param('"completion_tokens":2,"total_tokens":22', '"total_tokens":22,"completion_tokens":2', id="other-order-is-fine"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), LATER_USAGE_THE_GENERAL_PATH_REFUSES)
+def test_a_later_chunk_with_a_usage_the_general_path_would_refuse_keeps_the_earlier_one(old: str, new: str) -> None:
+    # Found by the attack on issue 16: the fast path had replaced a deferred valid usage.
+    frames = [workers_ai_chunk({"content": "a"}, 1), workers_ai_chunk({"content": "b"}, 2).replace(old, new)]
+    assert new in frames[1], "the case changes the second chunk"
+    fast, general = general_and_fast(frames)
+    assert fast == general and fast[1] is not None
+
+
+def test_more_cached_than_prompt_tokens_is_left_out() -> None:
+    normalizer = UpstreamNormalizer()
+    normalizer.normalize(message(dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": {"cached_tokens": 4}}})))
+    assert normalizer.usage == USAGE

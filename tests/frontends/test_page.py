@@ -103,13 +103,13 @@ def test_enter_sends_and_shift_enter_adds_a_newline(run_pages):
     report = slow_run(run_pages).report("answer")
     assert report["inputBeforeSend"] == FIRST_QUESTION
     assert report["firstUserText"] == FIRST_QUESTION
-    assert report["bodies"][0] == {"resumable": True, "messages": [{"role": "user", "content": FIRST_QUESTION}]}
+    assert report["bodies"][0] == {"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": FIRST_QUESTION}]}
 
 
 def test_the_conversation_so_far_is_sent_with_the_next_turn(run_pages):
     report = slow_run(run_pages).report("answer")
     second = "And if I press Stop?"
-    assert report["bodies"][1] == {"resumable": True, "messages": [
+    assert report["bodies"][1] == {"reasoning_effort": "low", "resumable": True, "messages": [
         {"role": "user", "content": FIRST_QUESTION},
         {"role": "assistant", "content": expected_answer(FIRST_QUESTION)},
         {"role": "user", "content": second},
@@ -154,7 +154,7 @@ def test_retry_after_stop_resends_the_same_turn_and_completes(run_pages):
     report = run_pages(SLOW_ANSWER, STOP_SCENARIOS).report("stop")
     assert report["retried"]["outcome"] == "complete"
     assert report["retried"]["text"] == expected_answer("Tell me a long story.")
-    assert report["bodies"] == [{"resumable": True, "messages": [{"role": "user", "content": "Tell me a long story."}]}] * 2
+    assert report["bodies"] == [{"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": "Tell me a long story."}]}] * 2
     assert report["assistantMessages"] == 1, "Retry reuses the answer's place"
 
 
@@ -177,7 +177,7 @@ def test_a_stream_without_a_terminal_event_says_the_answer_was_cut_off_and_retry
     retried = report["retried"]
     assert retried["outcome"] == "complete" and retried["notice"] is None
     assert retried["text"] == expected_answer("Will this arrive whole?")
-    assert report["bodies"][0] == report["bodies"][1] == {"resumable": True, "messages": [{"role": "user", "content": "Will this arrive whole?"}]}
+    assert report["bodies"][0] == report["bodies"][1] == {"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": "Will this arrive whole?"}]}
     assert report["resumeAttempts"] == 4, "it tried to resume before calling the answer cut off"
 
 

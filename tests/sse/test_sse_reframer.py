@@ -425,3 +425,43 @@ def test_a_finished_reframer_holds_no_upstream_text_and_is_freed_without_the_cyc
             assert collected() is None, f"a reference cycle keeps a Reframer after {ending}()"
     finally:
         gc.enable()
+
+
+def workers_ai_stream() -> bytes:
+    """A whole answer as Workers AI streams today's default model: the role, reasoning,
+    answer text with escapes and every kind of character, the usage chunk, no choices, [DONE]."""
+    def chunk(delta: dict, completion: int, finish: str | None = None, choices: bool = True) -> str:
+        usage = {"prompt_tokens": 20, "completion_tokens": completion, "total_tokens": 20 + completion,
+                 "prompt_tokens_details": {"cached_tokens": 16}}
+        body = {"id": "chatcmpl-7", "object": "chat.completion.chunk", "created": 1764000000, "model": MODEL,
+                "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}] if choices else [],
+                "usage": usage}
+        return "data: " + json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+
+    texts = ["Hel", "lo", ' "quoted"', "\n", " caf\u00e9", " \U0001f680", " back\\slash", "", " \u6771\u4eac"]
+    thoughts = ["Let", " me", " \\think\\", ""]
+    events = [chunk({"role": "assistant", "content": ""}, 0)]
+    events += [chunk({"reasoning": t}, i + 1) for i, t in enumerate(thoughts)]
+    events += [chunk({"content": t}, len(thoughts) + i + 1) for i, t in enumerate(texts)]
+    events += [chunk({"content": ""}, 13, "stop"), chunk({}, 13, choices=False), "data: [DONE]\n\n"]
+    return "".join(events).encode()
+
+
+def test_an_openai_style_stream_reads_the_same_through_its_fast_paths_and_without(monkeypatch) -> None:
+    import sse._reframer
+
+    def frames(chunks: list[bytes]) -> bytes:
+        reframer = make()
+        return reframer.start() + b"".join(reframer.feed(c) for c in chunks) + reframer.finish()
+
+    data = workers_ai_stream()
+    fast = {name: frames(chunks) for name, chunks in three_ways(data)}
+    monkeypatch.setattr(sse._reframer, "openai_event_chunks", lambda block: None)
+    slow = {name: frames(chunks) for name, chunks in three_ways(data)}
+    assert fast == slow
+    events = protocol_events(fast["whole"])
+    assert "".join(e["text"] for kind, e in events if kind == "delta") == 'Hello "quoted"\n caf\u00e9 \U0001f680 back\\slash \u6771\u4eac'
+    assert "".join(e["text"] for kind, e in events if kind == "reasoning") == "Let me \\think\\"
+    done = events[-1][1]
+    assert done["finish_reason"] == "stop" and done["usage"]["cached_tokens"] == 16 and done["skipped"] == 0
+    assert done["chars"] == len('Hello "quoted"\n caf\u00e9 \U0001f680 back\\slash \u6771\u4eac')

@@ -106,33 +106,11 @@ _USAGE = (
     + r'(?:,"prompt_tokens_details":\{"cached_tokens":' + _COUNT + r"\})?\}"
 )
 _OPENAI_PREFIX = '{"id":"'
-_OPENAI_CHUNK_PATTERN = (
+_OPENAI_CHUNK = re.compile(
     r'\{"id":"' + _PLAIN + r'","object":"chat\.completion\.chunk","created":' + _COUNT + r',"model":"' + _PLAIN + r'",'
     r'"choices":\[\{"index":0,"delta":\{"(content|reasoning_content|reasoning)":"(' + _JSON_STRING_BODY + r')"\},'
     r'"logprobs":null,"finish_reason":null\}\](?:,"usage":(null|' + _USAGE + r"))?\}"
 )
-_OPENAI_CHUNK = re.compile(_OPENAI_CHUNK_PATTERN)
-# The same chunk as one whole event: its `data:` line and the blank line.
-_OPENAI_EVENT_PREFIX = "data: " + _OPENAI_PREFIX
-_OPENAI_EVENT = re.compile("data: " + _OPENAI_CHUNK_PATTERN + "\n\n")
-
-
-def openai_event_chunks(block: str) -> list[tuple[str, str, str | None]] | None:
-    """(field, JSON string body, usage text or None) of each event of `block` when it is
-    nothing but whole common OpenAI-style chunks (the fast path's shape above), each one
-    `data:` line and a blank line, LF line ends; else None.
-
-    As for native_event_bodies, this reads a run of common events with one regex call;
-    each is what `UpstreamNormalizer.read` makes of the same event's data.
-    """
-    if not block.startswith(_OPENAI_EVENT_PREFIX):
-        return None
-    # Three groups: gap, field, body, usage, gap, ... ; the block is all events exactly
-    # when every gap is empty.
-    parts = _OPENAI_EVENT.split(block)
-    if any(parts[::4]):
-        return None
-    return list(zip(parts[1::4], parts[2::4], parts[3::4], strict=True))
 
 
 def _is_count(value: object) -> bool:
@@ -181,11 +159,6 @@ class UpstreamNormalizer:
         self._usage_text: str | None = None
         self.skipped = 0
         self.tool_calls = 0
-
-    def defer_usage(self, text: str | None) -> None:
-        """Records the usage text of a chunk the fast path read (None or "null": none)."""
-        if text is not None and text != "null":
-            self._usage_text = text
 
     @property
     def usage(self) -> dict[str, int] | None:
@@ -239,7 +212,8 @@ class UpstreamNormalizer:
             chunk = _OPENAI_CHUNK.fullmatch(data)
             if chunk is not None:
                 field, body, usage = chunk.groups()
-                self.defer_usage(usage)
+                if usage is not None and usage != "null":
+                    self._usage_text = usage
                 text = scan_body(body) if "\\" in body else body
                 return ("", text) if field != "content" else (text, "")
         return self.frame(data)

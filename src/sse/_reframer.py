@@ -14,7 +14,7 @@ from ._codes import ERROR_MESSAGES
 from ._encoders import Encoder, SSEEncoder
 from ._events import ReframerStats
 from ._jsonstr import scan_body
-from ._normalizer import UpstreamNormalizer, native_event_bodies, openai_event_chunks
+from ._normalizer import UpstreamNormalizer, native_event_bodies
 from ._padding import DEFAULT_MAX_PADDING, paddings
 from ._parser import EventReader, RawEvent
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
@@ -145,10 +145,7 @@ class Reframer:
                 # one regex call and copied through without decoding its JSON strings.
                 # With stop sequences every text is read whole, to be scanned.
                 bodies = native_event_bodies(block) if self._stop is None else None
-                chunks = openai_event_chunks(block) if bodies is None and self._stop is None else None
-                if chunks is not None:
-                    self._emit_chunks(chunks, out)
-                elif bodies is None:
+                if bodies is None:
                     self._emit(self._reader.read(block), out)
                 else:
                     out.append(self._encoder.json_deltas(bodies, self._pads))
@@ -263,31 +260,6 @@ class Reframer:
                 break
         self._deltas = deltas
         self._chars = chars
-
-    def _emit_chunks(self, chunks: list[tuple[str, str, str | None]], out: list[str]) -> None:
-        # The hot path of OpenAI-style streams: answer text is copied through without
-        # decoding its JSON strings (as native bodies are); reasoning is decoded.
-        encoder, pads = self._encoder, self._pads
-        normalizer = self._normalizer
-        texts: list[str] = []
-        for field, body, usage in chunks:
-            normalizer.defer_usage(usage)
-            if not body:
-                continue
-            chars = len(scan_body(body)) if "\\" in body else len(body)
-            if field == "content":
-                texts.append(body)
-                self._deltas += 1
-                self._chars += chars
-                continue
-            if texts:
-                out.append(encoder.json_deltas(texts, pads))
-                texts = []
-            out.append(encoder.reasoning(scan_body(body) if "\\" in body else body, next(pads)))
-            self._reasoning_deltas += 1
-            self._reasoning_chars += chars
-        if texts:
-            out.append(encoder.json_deltas(texts, pads))
 
     @staticmethod
     def _encode(out: list[str]) -> bytes:

@@ -80,6 +80,35 @@ OPENAI = st.builds(
     st.none() | TEXT,
     st.none() | st.sampled_from(["stop", "length"]),
 )
+# The commonest chunk of today's OpenAI-style models (Workers AI, 2026): the shape the
+# fast paths take, with counts that are sometimes past what they take.
+COUNT = st.integers(0, 99) | st.sampled_from([2**53 - 1, 2**53, 10**15, 10**16])
+WORKERS_AI = st.builds(
+    lambda field, text, ident, counts, ascii_: (
+        b"data: "
+        + _json_frame(
+            {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": 1764000000,
+                "model": "m",
+                "choices": [{"index": 0, "delta": {field: text}, "logprobs": None, "finish_reason": None}],
+                **(
+                    {}
+                    if counts is None
+                    else {"usage": {"prompt_tokens": counts[0], "completion_tokens": counts[1], "total_tokens": counts[2],
+                                    "prompt_tokens_details": {"cached_tokens": counts[3]}}}
+                ),
+            },
+            ascii_,
+        )
+    ),
+    st.sampled_from(["content", "content", "reasoning_content", "reasoning"]),
+    TEXT,
+    st.sampled_from(["chatcmpl-1", 'a"b', ""]),
+    st.none() | st.tuples(COUNT, COUNT, COUNT, COUNT),
+    st.booleans(),
+)
 OTHER_LINES = st.sampled_from(
     [
         b"",
@@ -107,7 +136,7 @@ OTHER_LINES = st.sampled_from(
         b"x" * 80,
     ]
 )
-LINE = st.one_of(NATIVE, NATIVE, OPENAI, OTHER_LINES)
+LINE = st.one_of(NATIVE, NATIVE, OPENAI, WORKERS_AI, WORKERS_AI, OTHER_LINES)
 
 
 @st.composite

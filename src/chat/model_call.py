@@ -95,10 +95,11 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
     every later turn repeats. The client is part of it so that other clients' sessions
     never share one on purpose: a shared session would let one client learn from
     `cached_tokens` whether its guess of another's conversation is right, and would put
-    every conversation with the same opening on one instance. zlib, not hashlib: this runs
-    on every request, and the digest only spreads sessions over instances.
+    every conversation with the same opening on one instance. SHA-256, so that no client
+    can craft a conversation whose key is another client's (found by the re-check of the
+    attack: zlib's checksums can be steered); hashlib is imported once per isolate.
     """
-    import zlib
+    import hashlib
 
     if turn.chat_id is not None:
         basis: object = ["chat", turn.chat_id]
@@ -106,7 +107,7 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
         opening = next((i for i, message in enumerate(turn.messages) if message["role"] == "user"), 0)
         basis = list(turn.messages[: opening + 1])
     data = json.dumps([client, basis], sort_keys=True).encode("utf-8", "surrogatepass")
-    return f"ses-{zlib.crc32(data):08x}{zlib.adler32(data):08x}"
+    return "ses-" + hashlib.sha256(data).hexdigest()[:32]
 
 
 def _metadata(request_id: str, route: str, client: str | None) -> dict[str, str]:

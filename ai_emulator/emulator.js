@@ -280,7 +280,9 @@ function resolveModel(model, settings) {
 }
 
 // How many reasoning tokens this request gets, from the model's defaults and the inputs
-// that steer them; inputs outside the model's schema are refused as the binding does.
+// that steer them. Inputs outside the model's schema are refused with 8001, the code
+// workers-ai-provider 3.1.6's notes report for an invalid tool_choice (not in Cloudflare's
+// errors table, checked 2026-12-01); the token counts are the emulator's own choice.
 function thinkingTokens(entry, inputs) {
   const reasoning = entry.reasoning;
   const effort = inputs.reasoning_effort;
@@ -304,7 +306,9 @@ function thinkingTokens(entry, inputs) {
 // Prefix caching: an instance keeps the prompts it has seen, so a request that names the
 // same session (x-session-affinity) and repeats an earlier prompt's first messages reads
 // them from the cache, in whole blocks. Without the header a request may land anywhere:
-// nothing cached. Bounded: the oldest sessions are forgotten first.
+// nothing cached. Bounded: the oldest sessions are forgotten first. The block size is the
+// emulator's own: Cloudflare's prompt-caching page says only that inputs are cached in
+// blocks (checked 2026-12-01).
 const CACHE_BLOCK_TOKENS = 16;
 const MAX_CACHED_SESSIONS = 512;
 const sessions = new Map();

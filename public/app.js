@@ -278,8 +278,12 @@ function settle(item, outcome) {
         conversation.push({ role: "assistant", content: outcome.text });
         statusLine.textContent = "The answer is complete.";
       } else {
-        showNotice(item, "The model returned an empty answer.", { retry: true, requestId });
-        statusLine.textContent = "The model returned an empty answer.";
+        // A thinking model can spend the whole token budget before it answers.
+        const message = outcome.done?.finish_reason === "length"
+          ? "The model used its whole token budget before it answered."
+          : "The model returned an empty answer.";
+        showNotice(item, message, { retry: true, requestId });
+        statusLine.textContent = message;
       }
       return;
     case "cancelled":

@@ -26,7 +26,7 @@ SOURCES = (
     "https://developers.cloudflare.com/workers-ai/models/ (each model's page)",
     "https://developers.cloudflare.com/changelog/post/2026-05-08-planned-model-deprecations/",
     "https://developers.cloudflare.com/workers-ai/changelog/ (2026-02-17: finish_reason on the usage chunk)",
-    "https://developers.cloudflare.com/changelog/post/2026-04-20-kimi-k2-6-workers-ai/ (reasoning field and switch)",
+    "https://developers.cloudflare.com/changelog/ (2026-04-20: Kimi K2.6 on Workers AI; its reasoning field and switch)",
     "https://developers.cloudflare.com/changelog/ (2026-07-28: models that require the Workers Paid plan)",
     "https://developers.cloudflare.com/workers-ai/platform/errors/ (5007, 5035, 3040; last updated 2026-09-17)",
     "https://developers.cloudflare.com/workers-ai/features/prompt-caching/",

@@ -65,7 +65,7 @@ class StreamLifecycle:
         if reframer.model_events != self._model_events:
             self._model_events = reframer.model_events
             self._last_model_output = now
-            if self._first_delta_at is None and reframer.stats.deltas:
+            if self._first_delta_at is None and reframer.deltas:
                 self._first_delta_at = now
         # A chunk got through, so the client had made room for it.
         self._behind_since = None

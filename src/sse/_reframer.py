@@ -99,6 +99,12 @@ class Reframer:
         return self._normalizer.done
 
     @property
+    def deltas(self) -> int:
+        """How many `delta` events (answer text) were sent so far: cheaper than `stats`,
+        which also reads the usage, for a caller that asks on every chunk."""
+        return self._deltas
+
+    @property
     def model_events(self) -> int:
         """How many upstream events carried model output so far (text, reasoning or a
         tool call). Keep-alive comments, blank lines and unreadable frames add nothing,

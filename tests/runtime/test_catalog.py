@@ -289,3 +289,15 @@ async def test_a_conversations_turns_share_a_session_and_read_its_prefix_from_th
     first_ui, second_ui = [r["session_affinity"] for r in runs(runtime, 0)][-2:]
     assert first_ui == second_ui != first_run["session_affinity"], "a UI chat's session is its chat id's"
     assert ui_texts(ui.content)[2]["messageMetadata"]["usage"]["cached_tokens"] > 0
+
+
+async def test_an_answer_that_spent_its_whole_budget_thinking_says_so_on_every_surface(start_runtime, http):
+    runtime = start_runtime(EVERY_MODEL)
+    budget = {"model": ALL_MODELS[0], "max_tokens": 5}  # less than the thinking it does by default
+    direct = await chat(http, runtime.url, {"messages": user("Think hard"), **budget})
+    assert direct.terminal.name == "done" and direct.text == "" and protocol_texts(direct)[1]
+    assert direct.terminal.data["finish_reason"] == "length" and direct.terminal.data["chars"] == 0, "never a plain complete"
+    collected = (await http.post(runtime.url + "/v1/chat/completions", json={"messages": user("Think hard"), **budget})).json()
+    assert collected["choices"][0]["finish_reason"] == "length" and collected["choices"][0]["message"]["content"] == ""
+    ui = await http.post(runtime.url + "/api/ui-chat", json={"messages": [ui_message("Think hard")], **budget})
+    assert ui_texts(ui.content)[2]["finishReason"] == "length"

@@ -84,8 +84,8 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     turn = ChatTurn(
         messages=checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages),
         max_tokens=_max_tokens(payload, config),
-        temperature=checked_temperature(payload.get("temperature"), models),
-        options=_model_options(payload, models),
+        temperature=checked_temperature(payload.get("temperature"), models[0]),
+        options=_model_options(payload, models[0]),
         models=models,
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
@@ -171,13 +171,13 @@ def _max_tokens(payload: dict[str, Any], config: Config) -> int:
     return budget
 
 
-def _model_options(payload: dict[str, Any], models: tuple[str, ...]) -> tuple[tuple[str, float | int], ...]:
-    # Ranges as the models' own schemas give them (chat.catalog), narrowed to what every
-    # model that may answer (the fallbacks) takes.
+def _model_options(payload: dict[str, Any], model: str) -> tuple[tuple[str, float | int], ...]:
+    # Ranges as the requested model's schema gives them (chat.catalog); a fallback that
+    # takes less gets the value clamped into its own.
     options: list[tuple[str, float | int]] = []
     for field in ("top_p", "frequency_penalty", "presence_penalty"):
         if payload.get(field) is not None:
-            options.append((field, checked_sampling(payload[field], field, models)))
+            options.append((field, checked_sampling(payload[field], field, model)))
     seed = payload.get("seed")
     if seed is not None:
         if type(seed) is not int or not 0 <= seed <= MAX_SEED:

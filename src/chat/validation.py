@@ -109,7 +109,7 @@ def _checked_turn(
     return ChatTurn(
         messages=checked_messages(messages, config, position=position),
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
-        temperature=checked_temperature(payload.get("temperature"), models or config.models),
+        temperature=checked_temperature(payload.get("temperature"), (models or config.models)[0]),
         models=models,
         resumable=_resumable(payload.get("resumable")),
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
@@ -232,15 +232,15 @@ def checked_number(value: Any, field: str, low: float, high: float) -> float:
     return float(value)
 
 
-def checked_sampling(value: Any, field: str, models: tuple[str, ...]) -> float:
-    """A sampling parameter in the range the first of `models` takes (the catalog's); a
-    fallback that takes less gets it clamped (chat.model_call)."""
-    low, high = catalog.sampling_range(models[0], field)
+def checked_sampling(value: Any, field: str, model: str) -> float:
+    """A sampling parameter in the range `model` takes (the catalog's); a fallback that
+    takes less gets it clamped (chat.model_call)."""
+    low, high = catalog.sampling_range(model, field)
     return checked_number(value, field, low, high)
 
 
-def checked_temperature(value: Any, models: tuple[str, ...]) -> float | None:
-    return None if value is None else checked_sampling(value, "temperature", models)
+def checked_temperature(value: Any, model: str) -> float | None:
+    return None if value is None else checked_sampling(value, "temperature", model)
 
 
 def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:

@@ -14,7 +14,7 @@ from ._errors import (
     SSEError,
     StreamClosedError,
 )
-from ._events import Event, ReasoningDelta, ReframerStats, TextDelta
+from ._events import Event, ReasoningDelta, ReframerStats, TextDelta, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
 from ._openai_encoder import OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason, openai_usage
@@ -23,6 +23,7 @@ from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import Reframer
 from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayWriter, StoredEvent, parse_event_id
+from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "ERROR_CODES",
     "ERROR_MESSAGES",
     "MAX_PADDING",
+    "MAX_TOOL_ARGUMENT_CHARS",
+    "MAX_TOOL_CALL_CHARS",
+    "MAX_TOOL_CALLS",
     "Encoder",
     "ErrorCode",
     "Event",
@@ -59,6 +63,9 @@ __all__ = [
     "StoredEvent",
     "StreamClosedError",
     "TextDelta",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallStart",
     "UIMessageStreamEncoder",
     "UI_MESSAGE_STREAM_HEADER",
     "UpstreamNormalizer",

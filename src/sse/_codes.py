@@ -57,6 +57,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="generation_failed", status=502, message="The model stream failed.", in_stream=True),
     ErrorCode(code="upstream_incomplete", status=502, message="The model stream ended before it was complete.", in_stream=True),
     ErrorCode(code="upstream_malformed", status=502, message="The model stream could not be read.", in_stream=True),
+    ErrorCode(code="tool_calls_too_large", status=502, message="The model's tool calls went over this service's limits.", in_stream=True),
     ErrorCode(code="client_timeout", status=408, message="The stream waited too long for the client to read it.", in_stream=True),
     # Resumable answers (docs/protocol.md, "Resumable answers").
     ErrorCode(code="stopped", status=409, message="The answer was stopped on request.", in_stream=True),

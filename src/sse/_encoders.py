@@ -13,7 +13,7 @@ from json.encoder import encode_basestring
 from types import MappingProxyType
 
 from ._errors import FieldValueError
-from ._events import ReframerStats
+from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._jsonstr import scan_body
 
 __all__ = [
@@ -53,13 +53,24 @@ def _meta_payload(request_id: str, model: str, stream_id: str | None, gateway_lo
 
 def _done_payload(stats: ReframerStats) -> dict[str, object]:
     # "chunks" on the wire: the protocol's name for the number of delta events.
-    return {
+    payload: dict[str, object] = {
         "finish_reason": stats.finish_reason,
         "usage": stats.usage,
         "chunks": stats.deltas,
         "chars": stats.chars,
         "skipped": stats.skipped,
     }
+    if stats.tool_calls:
+        payload["tool_calls"] = stats.tool_calls  # only in answers that called tools
+    return payload
+
+
+def _tool_call_payload(call: ToolCall) -> dict[str, object]:
+    payload: dict[str, object] = {"index": call.index, "id": call.id, "name": call.name, "arguments": call.arguments,
+                                  "input": call.input}
+    if call.input_error is not None:
+        payload["input_error"] = call.input_error
+    return payload
 
 
 def format_event(
@@ -100,7 +111,7 @@ def format_event(
 class Encoder(ABC):
     """One encoding of the protocol. Each method returns the text of one frame.
 
-    A new encoding implements the six frame methods and `content_type`; the Reframer
+    A new encoding implements the nine frame methods and `content_type`; the Reframer
     needs nothing else. `headers` are the response's headers for this encoding. An encoder may keep state (an encoding that opens and closes a
     text part would), so give every Reframer its own instance. `padding` is made only of
     ASCII letters and digits, so an encoder may embed it in JSON without escaping.
@@ -123,6 +134,18 @@ class Encoder(ABC):
 
     @abstractmethod
     def reasoning(self, text: str, padding: str) -> str: ...
+
+    @abstractmethod
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        """A tool call begins (its id and name)."""
+
+    @abstractmethod
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        """A piece of a call's arguments."""
+
+    @abstractmethod
+    def tool_call(self, call: ToolCall) -> str:
+        """A call is complete: its whole arguments, parsed where they can be."""
 
     @abstractmethod
     def ping(self) -> str: ...
@@ -173,6 +196,17 @@ class SSEEncoder(Encoder):
     def reasoning(self, text: str, padding: str) -> str:
         return f'event: reasoning\ndata: {{"text":{encode_basestring(text)},"p":"{padding}"}}\n\n'
 
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        return (f'event: tool_call_start\ndata: {{"index":{call.index},"id":{encode_basestring(call.id)},'
+                f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n\n')
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        return (f'event: tool_call_delta\ndata: {{"index":{delta.index},"arguments":{encode_basestring(delta.arguments)},'
+                f'"p":"{padding}"}}\n\n')
+
+    def tool_call(self, call: ToolCall) -> str:
+        return f"event: tool_call\ndata: {_dumps(_tool_call_payload(call))}\n\n"
+
     def ping(self) -> str:
         return ": ping\n\n"
 
@@ -206,6 +240,16 @@ class NDJSONEncoder(Encoder):
 
     def reasoning(self, text: str, padding: str) -> str:
         return f'{{"type":"reasoning","text":{encode_basestring(text)},"p":"{padding}"}}\n'
+
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        return (f'{{"type":"tool_call_start","index":{call.index},"id":{encode_basestring(call.id)},'
+                f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n')
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        return f'{{"type":"tool_call_delta","index":{delta.index},"arguments":{encode_basestring(delta.arguments)},"p":"{padding}"}}\n'
+
+    def tool_call(self, call: ToolCall) -> str:
+        return _dumps({"type": "tool_call", **_tool_call_payload(call)}) + "\n"
 
     def ping(self) -> str:
         return '{"type":"ping"}\n'

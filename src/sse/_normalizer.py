@@ -13,6 +13,7 @@ from typing import Any
 from ._events import Event, ReasoningDelta, TextDelta
 from ._json import loads_bounded
 from ._jsonstr import scan_body, scanstring
+from ._tool_calls import ToolCallAssembler, ToolCallError, ToolEvent
 
 __all__ = ["UpstreamNormalizer"]
 
@@ -137,9 +138,10 @@ class UpstreamNormalizer:
     """Turns upstream events into `TextDelta`/`ReasoningDelta` and records the rest.
 
     Workers AI native frames: `response` (a string, or a number emitted as its `str`),
-    `p` (their padding, dropped), `usage`, `tool_calls` (counted, not forwarded), and an
-    optional top-level `finish_reason`. OpenAI-style frames: `choices[0].delta.content`,
-    `choices[0].delta.reasoning_content` (or `reasoning`), `choices[0].finish_reason`,
+    `p` (their padding, dropped), `usage`, `tool_calls`, and an optional top-level
+    `finish_reason`. OpenAI-style frames: `choices[0].delta.content`,
+    `choices[0].delta.reasoning_content` (or `reasoning`), `choices[0].delta.tool_calls`,
+    `choices[0].finish_reason`,
     `usage` (with `prompt_tokens_details.cached_tokens`, kept as `cached_tokens`), and
     the final `choices: []` chunk. `[DONE]` (with or without the space after `data:`, and
     with surrounding whitespace) is recognised before any JSON parsing; every event after
@@ -148,17 +150,42 @@ class UpstreamNormalizer:
     other than "message" is counted in `skipped`. A `response` number that is not finite
     is skipped too; a `finish_reason` outside KNOWN_FINISH_REASONS is recorded as
     "other"; usage counts must be integers from 0 to 2**53 - 1.
+
+    Tool calls are assembled by a ToolCallAssembler: the events they give are appended to
+    `tool_events`, for the caller to take after each read; tool calls it cannot pass on set
+    `failure` to the error code the stream must end with, and nothing is read after that.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, call_id_prefix: str = "call") -> None:
         self.done = False
         self.finish_reason: str | None = None
+        self._finishes = 0  # finish reasons read, to tell a frame that brought one
         self._usage: dict[str, int] | None = None
         # The usage text of the last chunk read by the fast path, read only when asked for:
         # a stream repeats its running usage in every chunk, and only the last one counts.
         self._usage_text: str | None = None
         self.skipped = 0
-        self.tool_calls = 0
+        self._tools = ToolCallAssembler(call_id_prefix)
+        self.tool_events: list[ToolEvent] = []
+        self.failure: str | None = None
+
+    @property
+    def tool_calls(self) -> int:
+        """Tool calls the model started so far."""
+        return self._tools.count
+
+    @property
+    def tool_fragments(self) -> int:
+        """Tool-call entries that carried output (a call's start, a piece of arguments)."""
+        return self._tools.fragments
+
+    def _finished(self, reason: str) -> None:
+        self.finish_reason = _finish_reason(reason)
+        self._finishes += 1
+
+    def complete_tool_calls(self) -> None:
+        """Completes a call still open when the stream ends (its `ToolCall` event)."""
+        self._tools.finish(self.tool_events)
 
     @property
     def usage(self) -> dict[str, int] | None:
@@ -200,7 +227,7 @@ class UpstreamNormalizer:
         The one place the per-event rules live: `normalize` and the Reframer both read
         events through it. Never raises.
         """
-        if self.done:
+        if self.done or self.failure is not None:
             return _NOTHING
         if event_type != "message":
             self.skipped += 1
@@ -236,7 +263,15 @@ class UpstreamNormalizer:
         if not isinstance(obj, dict):
             self.skipped += 1
             return _NOTHING
-        text, reasoning, known = self._fields(obj)
+        finishes = self._finishes
+        try:
+            text, reasoning, known = self._fields(obj)
+            if self._finishes != finishes:
+                # The model gave its finish reason: the call it was writing is complete.
+                self._tools.finish(self.tool_events)
+        except ToolCallError as error:
+            self.failure = error.code
+            return _NOTHING
         if not known:
             self.skipped += 1
         return text, reasoning
@@ -262,11 +297,11 @@ class UpstreamNormalizer:
             # OpenAI sends `"usage": null` on every chunk but the last when usage is on.
             if self._record_usage(obj["usage"]):
                 known = True
-        if "tool_calls" in obj and self._count_tool_calls(obj["tool_calls"]):
+        if "tool_calls" in obj and self._tools.read(obj["tool_calls"], self.tool_events):
             known = True
         finish_reason = obj.get("finish_reason")
         if isinstance(finish_reason, str):
-            self.finish_reason = _finish_reason(finish_reason)
+            self._finished(finish_reason)
             known = True
         choices = obj.get("choices")
         if isinstance(choices, list):
@@ -285,7 +320,7 @@ class UpstreamNormalizer:
         known = False
         finish_reason = choice.get("finish_reason")
         if isinstance(finish_reason, str):
-            self.finish_reason = _finish_reason(finish_reason)
+            self._finished(finish_reason)
             known = True
         elif finish_reason is None and "finish_reason" in choice:
             known = True
@@ -302,17 +337,6 @@ class UpstreamNormalizer:
                 reasoning_content = delta.get("reasoning")
             if isinstance(reasoning_content, str):
                 reasoning = reasoning_content
-            tool_calls = delta.get("tool_calls")
-            if isinstance(tool_calls, list):
-                # OpenAI streams each call in fragments; only a call's first fragment
-                # carries its `id`, so counting those counts calls, not fragments.
-                self.tool_calls += sum(
-                    1 for call in tool_calls if isinstance(call, dict) and "id" in call
-                )
+            if "tool_calls" in delta:
+                self._tools.read(delta["tool_calls"], self.tool_events)
         return text, reasoning, known
-
-    def _count_tool_calls(self, tool_calls: object) -> bool:
-        if isinstance(tool_calls, list):
-            self.tool_calls += len(tool_calls)
-            return True
-        return False

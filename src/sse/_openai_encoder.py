@@ -16,7 +16,7 @@ from json.encoder import encode_basestring
 
 from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
-from ._events import ReframerStats
+from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 
 __all__ = ["OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason", "openai_usage"]
 
@@ -53,7 +53,7 @@ def openai_usage(usage: Mapping[str, int]) -> dict[str, object]:
     return counts
 
 
-_OPENAI_FINISH_REASONS = frozenset({"stop", "length", "content_filter"})
+_OPENAI_FINISH_REASONS = frozenset({"stop", "length", "content_filter", "tool_calls"})
 
 
 def openai_finish_reason(stats: ReframerStats, max_tokens: int | None) -> str:
@@ -62,8 +62,8 @@ def openai_finish_reason(stats: ReframerStats, max_tokens: int | None) -> str:
     been cut there), any other as `stop`, so truncation never reads as a natural end."""
     if stats.finish_reason in _OPENAI_FINISH_REASONS:
         return stats.finish_reason
-    # Other reasons (`tool_calls`, `function_call`, "other") name output this API never
-    # sends (tools are refused): the text that was sent is the whole answer.
+    # Other reasons (`function_call`, "other") name output this API never sends (legacy
+    # functions are refused): the text that was sent is the whole answer.
     usage = stats.usage
     if max_tokens is not None and usage is not None and usage["completion_tokens"] >= max_tokens:
         return "length"
@@ -133,8 +133,28 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
         )
 
     def reasoning(self, text: str, padding: str) -> str:
+        return self._choice(f'{{"reasoning_content":{encode_basestring(text)}}}', padding)
+
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        # OpenAI's first fragment of a call: its id, type and name, no arguments yet.
+        return self._choice(
+            f'{{"tool_calls":[{{"index":{call.index},"id":{encode_basestring(call.id)},"type":"function",'
+            f'"function":{{"name":{encode_basestring(call.name)},"arguments":""}}}}]}}',
+            padding,
+        )
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        return self._choice(
+            f'{{"tool_calls":[{{"index":{delta.index},"function":{{"arguments":{encode_basestring(delta.arguments)}}}}}]}}',
+            padding,
+        )
+
+    def tool_call(self, call: ToolCall) -> str:
+        return ""  # OpenAI's stream has no end-of-call chunk: the next call or the finish says it
+
+    def _choice(self, delta: str, padding: str) -> str:
         return (
-            f'{self._prefix}[{{"index":0,"delta":{{"reasoning_content":{encode_basestring(text)}}},"logprobs":null,'
+            f'{self._prefix}[{{"index":0,"delta":{delta},"logprobs":null,'
             f'"finish_reason":null}}],"obfuscation":"{padding}"}}\n\n'
         )
 
@@ -166,6 +186,7 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
         super().__init__(created=created, max_tokens=max_tokens)
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._tool_calls: list[dict[str, object]] = []
 
     @property
     def headers(self) -> dict[str, str]:
@@ -179,10 +200,26 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
         self._reasoning.append(text)
         return ""
 
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        return ""
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        return ""
+
+    def tool_call(self, call: ToolCall) -> str:
+        self._tool_calls.append({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}})
+        return ""
+
     def done(self, stats: ReframerStats) -> str:
-        message: dict[str, object] = {"role": "assistant", "content": "".join(self._text), "refusal": None}
+        text = "".join(self._text)
+        # OpenAI's shape: no text beside tool calls is `null`, not "".
+        content = None if self._tool_calls and not text else text
+        message: dict[str, object] = {"role": "assistant", "content": content, "refusal": None}
         if self._reasoning:
             message["reasoning_content"] = "".join(self._reasoning)
+        if self._tool_calls:
+            message["tool_calls"] = self._tool_calls
+            self._tool_calls = []
         self._text.clear()
         self._reasoning.clear()
         completion: Mapping[str, object] = {
@@ -198,4 +235,5 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
     def error(self, *, code: str, message: str, request_id: str) -> str:
         self._text.clear()
         self._reasoning.clear()
+        self._tool_calls.clear()
         return _dumps(openai_error(code, message))

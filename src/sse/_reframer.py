@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ._codes import ERROR_MESSAGES
 from ._encoders import Encoder, SSEEncoder
-from ._events import ReframerStats
+from ._events import ReframerStats, ToolCall, ToolCallDelta
 from ._jsonstr import scan_body
 from ._normalizer import UpstreamNormalizer, native_event_bodies
 from ._padding import DEFAULT_MAX_PADDING, paddings
@@ -21,6 +21,9 @@ from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, Rec
 from ._stop import StopScanner
 
 __all__ = ["Reframer"]
+
+# Finish reasons that say the answer did not end by the model's choice.
+_CUT_SHORT = frozenset({"length", "content_filter", "error"})
 
 
 class Reframer:
@@ -68,7 +71,7 @@ class Reframer:
         # read by the fast path below or, failing that, by the event reader.
         self._buffer = ReceiveBuffer(max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
         self._reader = EventReader()
-        self._normalizer = UpstreamNormalizer()
+        self._normalizer = UpstreamNormalizer(call_id_prefix=f"call_{request_id}")
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
         self._pads = paddings(max_padding, rng)
         self._stop = StopScanner(stop) if stop else None
@@ -110,7 +113,7 @@ class Reframer:
         tool call). Keep-alive comments, blank lines and unreadable frames add nothing,
         so a caller can tell a model that is producing from one that only keeps the
         connection open."""
-        return self._deltas + self._reasoning_deltas + self._normalizer.tool_calls
+        return self._deltas + self._reasoning_deltas + self._normalizer.tool_fragments
 
     @property
     def stats(self) -> ReframerStats:
@@ -123,9 +126,19 @@ class Reframer:
             reasoning_chars=self._reasoning_chars,
             skipped=normalizer.skipped,
             tool_calls=normalizer.tool_calls,
-            finish_reason="stop" if self._stop is not None and self._stop.matched else normalizer.finish_reason,
+            finish_reason=self._finish_reason(),
             usage=None if normalizer.usage is None else dict(normalizer.usage),
         )
+
+    def _finish_reason(self) -> str | None:
+        if self._stop is not None and self._stop.matched:
+            return "stop"
+        reason = self._normalizer.finish_reason
+        # An answer that called tools ended to have them run, whatever the model said (a
+        # native stream says nothing, some say "stop"), unless it was cut short.
+        if self._normalizer.tool_calls and reason not in _CUT_SHORT:
+            return "tool_calls"
+        return reason
 
     def start(self) -> bytes:
         """The `meta` event, or b"" if it was already sent (or the stream ended)."""
@@ -166,6 +179,8 @@ class Reframer:
             if self._stop is not None and self._stop.matched:
                 self._end()
                 out.append(self._encoder.done(self.stats))
+            elif self._normalizer.failure is not None:
+                out.append(self._error(self._normalizer.failure))
             elif self._buffer.error is not None and not self._normalizer.done:
                 # Over a cap: the stream can no longer be framed ([DONE] before the
                 # offending input has ended it already).
@@ -194,6 +209,8 @@ class Reframer:
             return b""
         out = [] if self._started else [self._meta()]
         if self._normalizer.done:
+            self._normalizer.complete_tool_calls()
+            self._emit_tool_events(out)
             if self._stop is not None:
                 # The text held back in case it began a stop sequence did not.
                 held = self._stop.flush()
@@ -262,10 +279,24 @@ class Reframer:
                 out.append(delta(text, next(pads)))
                 deltas += 1
                 chars += len(text)
-            if stop is not None and stop.matched:
+            if normalizer.tool_events:
+                self._emit_tool_events(out)
+            if stop is not None and stop.matched or normalizer.failure is not None:
                 break
         self._deltas = deltas
         self._chars = chars
+
+    def _emit_tool_events(self, out: list[str]) -> None:
+        encoder = self._encoder
+        events = self._normalizer.tool_events
+        for event in events:
+            if isinstance(event, ToolCallDelta):
+                out.append(encoder.tool_call_delta(event, next(self._pads)))
+            elif isinstance(event, ToolCall):
+                out.append(encoder.tool_call(event))
+            else:
+                out.append(encoder.tool_call_start(event, next(self._pads)))
+        events.clear()
 
     @staticmethod
     def _encode(out: list[str]) -> bytes:

@@ -1,10 +1,16 @@
 """The Vercel AI SDK "UI message stream" (v1) as a third encoding of the protocol.
 
 An app using the `ai` package's `useChat` reads this without an adapter: SSE frames whose
-data is a JSON chunk (`start`, `text-start`, `text-delta`, `text-end`, `reasoning-*`,
-`finish`, `error`), ended by `data: [DONE]`. Text and reasoning arrive as parts that are
-opened once and closed before the stream ends, so this encoder keeps that state; every
-response needs its own instance.
+data is a JSON chunk (`start`, `start-step`, `text-start`, `text-delta`, `text-end`,
+`reasoning-*`, `tool-input-start`, `tool-input-delta`, `tool-input-available` or
+`tool-input-error`, `finish-step`, `finish`, `error`), ended by `data: [DONE]`. Text and
+reasoning arrive as parts that are opened once and closed before the stream ends, so this
+encoder keeps that state; every response needs its own instance.
+
+Each answer is one step. The step matters for tools: after the client adds a tool's result,
+the SDK sends the conversation again and appends the next answer to the same message; its
+`start-step` is what tells the SDK (lastAssistantMessageIsCompleteWithToolCalls) that the
+calls before it were answered, and not to send them again.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 
 from ._encoders import Encoder, _dumps
-from ._events import ReframerStats
+from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 
 __all__ = ["UIMessageStreamEncoder", "UI_MESSAGE_STREAM_HEADER"]
 
@@ -46,6 +52,7 @@ class UIMessageStreamEncoder(Encoder):
         self._message_id = ""
         self._open: str | None = None  # "text" or "reasoning": the part being streamed
         self._parts = 0
+        self._tool_ids: dict[int, str] = {}  # a call's index -> its id, for its deltas
 
     def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
         # A resumable UI stream is found by its chat id, so stream_id is not sent.
@@ -53,7 +60,7 @@ class UIMessageStreamEncoder(Encoder):
         metadata = {"model": model}
         if gateway_log_id is not None:
             metadata["gatewayLogId"] = gateway_log_id
-        return _frame({"type": "start", "messageId": request_id, "messageMetadata": metadata})
+        return _frame({"type": "start", "messageId": request_id, "messageMetadata": metadata}) + _frame({"type": "start-step"})
 
     def delta(self, text: str, padding: str) -> str:
         # `p` rides along as an extra key (the SDK's chunk schemas are loose objects), so
@@ -65,6 +72,21 @@ class UIMessageStreamEncoder(Encoder):
         opening = self._switch_to("reasoning")
         return f'{opening}data: {{"type":"reasoning-delta","id":"{self._part_id()}","delta":{encode_basestring(text)},"p":"{padding}"}}\n\n'
 
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        self._tool_ids[call.index] = call.id
+        return self._close_part() + _frame({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name, "p": padding})
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        return (f'data: {{"type":"tool-input-delta","toolCallId":{encode_basestring(self._call_id(delta.index))},'
+                f'"inputTextDelta":{encode_basestring(delta.arguments)},"p":"{padding}"}}\n\n')
+
+    def tool_call(self, call: ToolCall) -> str:
+        if call.input_error is None:
+            return _frame({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name, "input": call.input})
+        # The SDK's own shape for a call whose input does not parse: the raw text as input.
+        return _frame({"type": "tool-input-error", "toolCallId": call.id, "toolName": call.name, "input": call.arguments,
+                       "errorText": call.input_error})
+
     def ping(self) -> str:
         return ": ping\n\n"
 
@@ -74,7 +96,7 @@ class UIMessageStreamEncoder(Encoder):
             finish["finishReason"] = _FINISH_REASONS.get(stats.finish_reason, "other")
         if stats.usage is not None:
             finish["messageMetadata"] = {"usage": dict(stats.usage)}
-        return self._close_part() + _frame(finish) + "data: [DONE]\n\n"
+        return self._close_part() + _frame({"type": "finish-step"}) + _frame(finish) + "data: [DONE]\n\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:
         # errorText is the generic message; the code travels in the text for people, the
@@ -83,6 +105,9 @@ class UIMessageStreamEncoder(Encoder):
         return self._close_part() + _frame(failure) + "data: [DONE]\n\n"
 
     # --- parts -------------------------------------------------------------------------
+
+    def _call_id(self, index: int) -> str:
+        return self._tool_ids[index]
 
     def _part_id(self) -> str:
         return f"{self._message_id}-{self._parts}"

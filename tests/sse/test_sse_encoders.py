@@ -152,6 +152,7 @@ def test_every_error_code_has_a_generic_message() -> None:
         "upstream_timeout",
         "upstream_incomplete",
         "upstream_malformed",
+        "tool_calls_too_large",
         "client_timeout",
         "internal_error",
         "stopped",

@@ -100,7 +100,8 @@ def test_without_include_usage_or_without_usage_no_usage_chunk_is_sent():
         pytest.param(None, None, 3, "stop", id="no-usage"),
         pytest.param(None, USAGE, None, "stop", id="no-budget-known"),
         pytest.param("content_filter", USAGE, 3, "content_filter", id="upstream-says"),
-        pytest.param("tool_calls", USAGE, 4, "stop", id="tool-calls-never-sent-here"),
+        pytest.param("tool_calls", USAGE, 4, "tool_calls", id="tool-calls"),
+        pytest.param("function_call", USAGE, 4, "stop", id="legacy-functions-never-sent-here"),
         pytest.param("other", USAGE, 3, "length", id="unknown-reason-budget-used-up"),
     ],
 )

@@ -23,6 +23,8 @@ from sse import (
     SSEEncoder,
     SSEError,
     TextDelta,
+    ToolCall,
+    ToolCallDelta,
     UpstreamNormalizer,
     format_event,
 )
@@ -118,6 +120,12 @@ OTHER_LINES = st.sampled_from(
         b'data: {"response":"","usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
         b'data: {"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":2,"total_tokens":3}}',
         b'data: {"response":"x","tool_calls":[{"name":"f"}]}',
+        # Tool-call fragments: in the drawn order they make calls, or a malformed stream.
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function","function":{"name":"f","arguments":"{\\"a\\":"}}]}}]}',
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}',
+        b'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"c2","type":"function","function":{"name":"g","arguments":""}}]}}]}',
+        b'data: {"tool_calls":[{"id":null,"type":null,"function":{"name":null,"arguments":""}}]}',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}',
         b'data: {"response":42}',
         b"data: not json",
         b"data",
@@ -293,7 +301,7 @@ def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]
     """The protocol events the Reframer must produce, built from the public parser and
     normalizer one event at a time: the slow, obviously-right composition."""
     parser = EventStreamParser(max_line_bytes=cap)
-    normalizer = UpstreamNormalizer()
+    normalizer = UpstreamNormalizer(call_id_prefix="call_r")
     out: list[tuple[str, dict[str, Any]]] = [("meta", {"request_id": "r", "model": "m"})]
     chunks_, chars = 0, 0
 
@@ -307,10 +315,29 @@ def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]
                 else:
                     assert isinstance(delta, ReasoningDelta)
                     out.append(("reasoning", {"text": delta.text, "p": ""}))
+            take_tool_events()
+            if normalizer.failure is not None:
+                return
+
+    def take_tool_events() -> None:
+        for tool_event in normalizer.tool_events:
+            fields = {name: getattr(tool_event, name) for name in tool_event.__slots__}
+            if isinstance(tool_event, ToolCall):
+                if fields["input_error"] is None:
+                    del fields["input_error"]
+                out.append(("tool_call", fields))
+            else:
+                kind = "tool_call_delta" if isinstance(tool_event, ToolCallDelta) else "tool_call_start"
+                out.append((kind, {**fields, "p": ""}))
+        normalizer.tool_events.clear()
 
     for chunk in chunks:
         if normalizer.done:
             break
+        if normalizer.failure is not None:
+            code = normalizer.failure
+            out.append(("error", {"code": code, "message": ERROR_MESSAGES[code], "request_id": "r"}))
+            return out
         try:
             take(parser.feed(chunk))
         except LineTooLongError as error:
@@ -322,14 +349,24 @@ def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]
                 )
                 return out
             break
-    if normalizer.done:
-        done = {
-            "finish_reason": normalizer.finish_reason,
+    if normalizer.failure is not None:
+        code = normalizer.failure
+        out.append(("error", {"code": code, "message": ERROR_MESSAGES[code], "request_id": "r"}))
+    elif normalizer.done:
+        normalizer.complete_tool_calls()
+        take_tool_events()
+        finish_reason = normalizer.finish_reason
+        if normalizer.tool_calls and finish_reason not in ("length", "content_filter", "error"):
+            finish_reason = "tool_calls"
+        done: dict[str, Any] = {
+            "finish_reason": finish_reason,
             "usage": normalizer.usage,
             "chunks": chunks_,
             "chars": chars,
             "skipped": normalizer.skipped,
         }
+        if normalizer.tool_calls:
+            done["tool_calls"] = normalizer.tool_calls
         out.append(("done", done))
     else:
         code = "upstream_incomplete"

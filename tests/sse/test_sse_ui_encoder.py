@@ -31,7 +31,7 @@ def reframe(upstream: bytes, finish: bool = True) -> list[object]:
 def test_text_is_one_part_between_start_and_finish_then_done():
     chunks = reframe(b'data: {"response":"Hel"}\n\ndata: {"response":"lo"}\n\ndata: [DONE]\n\n')
     types = [c["type"] if isinstance(c, dict) else c for c in chunks]
-    assert types == ["start", "text-start", "text-delta", "text-delta", "text-end", "finish", "[DONE]"]
+    assert types == ["start", "start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step", "finish", "[DONE]"]
     assert chunks[0]["messageId"] == "r1"
     ids = {c["id"] for c in chunks if isinstance(c, dict) and "id" in c}
     assert len(ids) == 1
@@ -46,25 +46,26 @@ def test_reasoning_and_text_are_separate_parts_in_order():
     )
     chunks = [c for c in reframe(upstream) if isinstance(c, dict)]
     types = [c["type"] for c in chunks]
-    assert types == ["start", "reasoning-start", "reasoning-delta", "reasoning-end", "text-start", "text-delta", "text-end", "finish"]
-    assert chunks[1]["id"] != chunks[4]["id"]
+    assert types == ["start", "start-step", "reasoning-start", "reasoning-delta", "reasoning-end", "text-start", "text-delta", "text-end",
+                     "finish-step", "finish"]
+    assert chunks[2]["id"] != chunks[5]["id"]
     assert chunks[-1]["finishReason"] == "stop"
 
 
 def test_failure_closes_the_open_part_and_sends_a_generic_error_without_finish():
     chunks = reframe(b'data: {"response":"partial"}\n\n', finish=False)
     types = [c["type"] if isinstance(c, dict) else c for c in chunks]
-    assert types == ["start", "text-start", "text-delta", "text-end", "error", "[DONE]"]
-    assert "generation_failed" in chunks[4]["errorText"]
+    assert types == ["start", "start-step", "text-start", "text-delta", "text-end", "error", "[DONE]"]
+    assert "generation_failed" in chunks[5]["errorText"]
 
 
 def test_unknown_finish_reasons_become_other_and_missing_ones_are_left_out():
     encoder = UIMessageStreamEncoder()
     encoder.meta(request_id="r", model="m")
     finished = chunks_of(encoder.done(stats(finish_reason="eos_token")))
-    assert finished[0] == {"type": "finish", "finishReason": "other"}
+    assert finished[:2] == [{"type": "finish-step"}, {"type": "finish", "finishReason": "other"}]
     silent = chunks_of(UIMessageStreamEncoder().done(stats(usage={"total_tokens": 3})))
-    assert silent[0] == {"type": "finish", "messageMetadata": {"usage": {"total_tokens": 3}}}
+    assert silent[1] == {"type": "finish", "messageMetadata": {"usage": {"total_tokens": 3}}}
     assert UIMessageStreamEncoder().ping() == ": ping\n\n"
 
 

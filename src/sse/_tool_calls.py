@@ -1,0 +1,196 @@
+"""Tool calls, assembled from the fragments an upstream streams them in.
+
+OpenAI-style streams send a call in pieces under `choices[0].delta.tool_calls`: the first
+entry of a call has its id, type and name, later ones only argument text, matched by
+`index`; vLLM adds a "finalization" entry of nulls between calls. Native Workers AI frames
+send whole calls in a top-level `tool_calls`, arguments as a string or an object, often
+without an index. Both come here entry by entry; out come `ToolCallStart`,
+`ToolCallDelta` and `ToolCall` events, each as soon as it is known: a call is complete when
+another starts, when the model gives its finish_reason, or at the end of the stream, never
+held until the stream closes.
+
+Calls get this module's own index (0, 1, 2, ... in the order they started), so a hostile
+upstream index (negative, huge, repeated) never reaches a client. Everything is bounded:
+calls per answer, argument characters per call and per answer. Going over ends the answer
+with `tool_calls_too_large`; an entry that cannot belong to any call (arguments for a call
+that never started or already ended) ends it with `upstream_malformed`. No call is merged
+into another and no fragment is dropped silently.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ._events import ToolCall, ToolCallDelta, ToolCallStart
+from ._json import loads_bounded
+
+__all__ = ["MAX_TOOL_ARGUMENT_CHARS", "MAX_TOOL_CALL_CHARS", "MAX_TOOL_CALLS", "ToolCallAssembler", "ToolEvent"]
+
+ToolEvent = ToolCallStart | ToolCallDelta | ToolCall
+
+# OpenAI takes at most 128 tools per request; an answer calling more is not a real one.
+MAX_TOOL_CALLS = 128
+# One call's arguments: room for a whole source file written by a coding agent.
+MAX_TOOL_CALL_CHARS = 256 * 1024
+# All calls of one answer together: the same bound as a collected answer's text.
+MAX_TOOL_ARGUMENT_CHARS = 1024 * 1024
+# Names and ids are identifiers; anything longer is not one.
+MAX_TOOL_NAME_CHARS = 256
+MAX_TOOL_ID_CHARS = 256
+
+
+class ToolCallError(Exception):
+    """The upstream's tool calls cannot be passed on; `code` is the stream's error code."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+class _Call:
+    __slots__ = ("arguments", "chars", "id", "index", "name", "upstream_index")
+
+    def __init__(self, index: int, call_id: str, name: str, upstream_index: int | None) -> None:
+        self.index = index
+        self.id = call_id
+        self.name = name
+        self.upstream_index = upstream_index
+        self.arguments: list[str] = []
+        self.chars = 0
+
+
+def _identifier(value: object, limit: int) -> str | None:
+    # Printable text of bounded length, or None: what a client can show and send back.
+    if isinstance(value, str) and 0 < len(value) <= limit and value.isprintable():
+        return value
+    return None
+
+
+def _arguments_text(value: object) -> str | None:
+    """An entry's argument text: a string as it is, an object or array (native frames) as
+    compact JSON, nothing as ""; None for anything else (not arguments at all)."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return None
+
+
+def parsed_input(arguments: str) -> tuple[dict[str, Any] | None, str | None]:
+    """(input, None) for arguments that are a JSON object ("" counts as {}: a call without
+    parameters), else (None, why). Depth-bounded: Pyodide's stack must not overflow."""
+    if not arguments.strip():
+        return {}, None
+    try:
+        value = loads_bounded(arguments)
+    except ValueError:
+        return None, "The arguments are not valid JSON."
+    if not isinstance(value, dict):
+        return None, "The arguments are not a JSON object."
+    return value, None
+
+
+class ToolCallAssembler:
+    """Reads tool-call entries and returns the events they complete. `call_id_prefix`
+    names a call the upstream gave no id (native frames): `<prefix>_<index>`."""
+
+    def __init__(self, call_id_prefix: str) -> None:
+        self._prefix = call_id_prefix
+        self._calls = 0
+        self._chars = 0
+        self._open: _Call | None = None  # the call fragments go to
+        self.fragments = 0  # entries that carried model output: starts and argument pieces
+
+    @property
+    def count(self) -> int:
+        """Calls started so far."""
+        return self._calls
+
+    def read(self, entries: object, out: list[ToolEvent]) -> bool:
+        """Appends the events of one frame's `tool_calls` to `out`; False when `entries` is
+        not a list (not tool calls at all). Raises ToolCallError."""
+        if not isinstance(entries, list):
+            return False
+        for entry in entries:
+            if isinstance(entry, dict):
+                self._entry(entry, out)
+        return True
+
+    def finish(self, out: list[ToolEvent]) -> None:
+        """Completes the open call, if any: the model said it is done, or the stream ended."""
+        call = self._open
+        if call is not None:
+            self._open = None
+            arguments = "".join(call.arguments)
+            call.arguments = []
+            value, error = parsed_input(arguments)
+            out.append(ToolCall(index=call.index, id=call.id, name=call.name, arguments=arguments, input=value, input_error=error))
+
+    def _entry(self, entry: dict[str, Any], out: list[ToolEvent]) -> None:
+        function = entry.get("function")
+        if not isinstance(function, dict):
+            function = entry  # the flat native shape: {"name", "arguments"}
+        name = function.get("name")
+        arguments = _arguments_text(function.get("arguments"))
+        raw_id = entry.get("id")
+        index = entry.get("index")
+        if not (isinstance(index, int) and not isinstance(index, bool)):
+            index = None
+        if arguments is None:
+            raise ToolCallError("upstream_malformed")
+        if raw_id in (None, "") and name in (None, ""):
+            if not arguments:
+                if index is None:
+                    # vLLM's finalization entry between calls: the call before it is done.
+                    self.finish(out)
+                return
+            self._fragment(index, arguments, out)
+            return
+        open_call = self._open
+        if open_call is not None and (index is None or index == open_call.upstream_index):
+            if raw_id in (None, "", open_call.id) and name in (None, "", open_call.name) and index is not None:
+                # A provider that repeats the id or name on every fragment: the same call.
+                self._fragment(index, arguments, out)
+                return
+        # Another id, or a name without an index: a call of its own, never merged into
+        # the one before (some providers send parallel calls all at index 0).
+        self.finish(out)
+        self._start(raw_id, name, index, out)
+        if arguments:
+            self._fragment(index, arguments, out)
+        if index is None:
+            # A native call comes whole in one entry.
+            self.finish(out)
+
+    def _start(self, raw_id: object, name: object, index: int | None, out: list[ToolEvent]) -> None:
+        checked_name = _identifier(name, MAX_TOOL_NAME_CHARS)
+        if checked_name is None:
+            raise ToolCallError("upstream_malformed")
+        if self._calls >= MAX_TOOL_CALLS:
+            raise ToolCallError("tool_calls_too_large")
+        ours = self._calls
+        call_id = _identifier(raw_id, MAX_TOOL_ID_CHARS) if raw_id not in (None, "") else f"{self._prefix}_{ours}"
+        if call_id is None:
+            raise ToolCallError("upstream_malformed")
+        self._calls += 1
+        self.fragments += 1
+        self._open = _Call(ours, call_id, checked_name, index)
+        out.append(ToolCallStart(index=ours, id=call_id, name=checked_name))
+
+    def _fragment(self, index: int | None, arguments: str, out: list[ToolEvent]) -> None:
+        call = self._open
+        if call is None or (index is not None and index != call.upstream_index):
+            # Arguments for a call that never started, or that ended when another began.
+            raise ToolCallError("upstream_malformed")
+        if not arguments:
+            return
+        call.chars += len(arguments)
+        self._chars += len(arguments)
+        if call.chars > MAX_TOOL_CALL_CHARS or self._chars > MAX_TOOL_ARGUMENT_CHARS:
+            raise ToolCallError("tool_calls_too_large")
+        call.arguments.append(arguments)
+        self.fragments += 1
+        out.append(ToolCallDelta(index=call.index, arguments=arguments))

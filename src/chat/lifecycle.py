@@ -152,6 +152,8 @@ class StreamLifecycle:
             "finish_reason": stats.finish_reason,
             "usage": stats.usage,
         }
+        if stats.tool_calls:
+            fields["tool_calls"] = stats.tool_calls  # how many, never their names or arguments
         if self._client_gone and reframer.last_error_code is None and not reframer.terminated:
             event = "chat_stream_cancelled"
         elif reframer.last_error_code is not None:

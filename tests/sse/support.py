@@ -122,6 +122,7 @@ def stats(
     skipped: int = 0,
     finish_reason: str | None = None,
     usage: dict[str, int] | None = None,
+    tool_calls: int = 0,
 ) -> ReframerStats:
     """A ReframerStats for encoder tests, zero where not given."""
     return ReframerStats(
@@ -130,7 +131,7 @@ def stats(
         reasoning_deltas=0,
         reasoning_chars=0,
         skipped=skipped,
-        tool_calls=0,
+        tool_calls=tool_calls,
         finish_reason=finish_reason,
         usage=usage,
     )

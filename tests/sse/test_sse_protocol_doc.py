@@ -39,8 +39,14 @@ def test_each_sse_example_starts_with_meta_and_ends_with_one_terminal_event(exam
                 skipped=done["skipped"],
                 finish_reason=done["finish_reason"],
                 usage=done["usage"],
+                tool_calls=done.get("tool_calls", 0),
             )
         )
+        calls = [data for kind, data in events if kind == "tool_call"]
+        assert done.get("tool_calls", 0) == len(calls)
+        for call in calls:
+            pieces = [data["arguments"] for kind, data in events if kind == "tool_call_delta" and data["index"] == call["index"]]
+            assert "".join(pieces) == call["arguments"] and json.loads(call["arguments"]) == call["input"]
         # The very bytes the encoder writes (a resumable answer's adds its `id:` lines).
         assert re.sub(r"^id: \d+\n", "", example, flags=re.MULTILINE).endswith(expected)
 

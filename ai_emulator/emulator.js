@@ -4,7 +4,14 @@
 // a test script. It obeys the model catalog (src/chat/catalog.py, handed over as
 // AI_CATALOG): an unknown or retired model fails to start with 5007 as the binding does,
 // a paid-only one with 5035 on the Free plan, and each model streams in its own framing,
-// thinking first where it thinks. Settings arrive as [vars] written by the dev launcher:
+// thinking first where it thinks. Given `tools`, it validates them as the binding does
+// (8001 for a model without tool calling, a malformed tool, `tool_choice` or
+// `parallel_tool_calls`) and calls tools by a rule of its own (plannedToolCalls below:
+// the tools whose name words the last user message mentions, or the one tool_choice names),
+// streamed in the model's framing with the shapes of the 2026-02-17 Workers AI changelog
+// and workers-ai-provider 4.0.0's fixtures; after a `tool` message the reply begins with
+// "Tool result: " and that result's start. Settings arrive as [vars] written by the dev
+// launcher:
 //   AI_CATALOG            the catalog as JSON (required)
 //   AI_FORMAT             "native" or "openai": every model streams that way (default: its own)
 //   AI_PLAN               "paid" (default) or "free": the account's Workers plan
@@ -63,29 +70,182 @@ function lastUserContent(messages) {
   return "";
 }
 
+// A message's text: a string, or the text parts of a content array.
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) return content.map((part) => (typeof part?.text === "string" ? part.text : "")).join("");
+  return content === undefined || content === null ? "" : String(content);
+}
+
+const isPlainObject = (value) => typeof value === "object" && value !== null && !Array.isArray(value);
+
+// --- Tool calling -------------------------------------------------------------------------
+// The binding's checks of the tool inputs, as far as they are known: a model without tool
+// calling refuses `tools`; vLLM-served models refuse a `tool_choice` other than OpenAI's
+// (workers-ai-provider 3.1.6's notes: "8001: Invalid input for tool_choice: \"any\""), and a
+// description that is not a string ("description: false ... causes 8001"). Tools come in
+// OpenAI's shape {type: "function", function: {name, description?, parameters?}} or the
+// native models' flat {name, description?, parameters?}.
+const TOOL_CHOICES = ["auto", "none", "required"];
+
+function normalizeTool(tool) {
+  if (!isPlainObject(tool)) return null;
+  let definition = tool;
+  if (tool.function !== undefined || tool.type !== undefined) {
+    if (tool.type !== "function" || !isPlainObject(tool.function)) return null;
+    definition = tool.function;
+  }
+  const { name, description, parameters } = definition;
+  if (typeof name !== "string" || name === "") return null;
+  if (description !== undefined && typeof description !== "string") return null;
+  if (parameters !== undefined && !isPlainObject(parameters)) return null;
+  return { name, parameters: parameters ?? {} };
+}
+
+// The tool settings of a call, or InferenceUpstreamError 8001 for what the binding refuses.
+function toolSettings(entry, inputs) {
+  const { tools, tool_choice: choice, parallel_tool_calls: parallel } = inputs;
+  const invalid = () => new InferenceUpstreamError(8001, "Invalid input");
+  if (tools !== undefined && !entry.tools) throw invalid();
+  const normalized = tools === undefined ? [] : Array.isArray(tools) ? tools.map(normalizeTool) : [null];
+  if (normalized.includes(null)) throw invalid();
+  if (choice !== undefined) {
+    if (tools === undefined) throw invalid(); // vLLM: "When using `tool_choice`, `tools` must be set."
+    const named = isPlainObject(choice) && choice.type === "function" && isPlainObject(choice.function)
+      && normalized.some((tool) => tool.name === choice.function.name);
+    if (!TOOL_CHOICES.includes(choice) && !named) throw invalid();
+  }
+  if (parallel !== undefined && typeof parallel !== "boolean") throw invalid();
+  return { tools: normalized, choice: choice ?? "auto", parallel: parallel ?? true };
+}
+
+// The emulator's own rule for when the fake model calls tools (the contract other parts
+// test against): only when the last message is the user's and tool_choice is not "none";
+// the tool tool_choice names, else every tool one of whose name words (split on "_" and
+// "-", 4+ characters, any case) the last user message contains, else with "required" the
+// first tool; with parallel_tool_calls false only the first of them.
+function plannedToolCalls(tooling, messages) {
+  const { tools, choice, parallel } = tooling;
+  const last = messages[messages.length - 1];
+  if (tools.length === 0 || choice === "none" || last?.role !== "user") return [];
+  let wanted;
+  if (isPlainObject(choice)) {
+    wanted = [tools.find((tool) => tool.name === choice.function.name)];
+  } else {
+    const text = contentText(last.content).toLowerCase();
+    const words = (name) => name.toLowerCase().split(/[_-]/).filter((word) => word.length >= 4);
+    wanted = tools.filter((tool) => words(tool.name).some((word) => text.includes(word)));
+    if (wanted.length === 0 && choice === "required") wanted = [tools[0]];
+  }
+  return parallel ? wanted : wanted.slice(0, 1);
+}
+
+// A value a schema accepts, the plainest one: its default, first example, first enum
+// value, else one of the type's.
+function exampleValue(schema) {
+  if (!isPlainObject(schema)) return "example";
+  if (Object.hasOwn(schema, "default")) return schema.default;
+  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
+  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
+  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+  const type = types.find((name) => name !== "null") ?? types[0];
+  const byType = { string: "example", number: 1, integer: 1, boolean: true, object: {}, array: [], null: null };
+  return Object.hasOwn(byType, type) ? byType[type] : "example";
+}
+
+// The arguments of a call as JSON text: each required property (every property when none
+// is required) with an example value.
+function exampleArguments(parameters) {
+  const properties = isPlainObject(parameters.properties) ? parameters.properties : {};
+  const required = Array.isArray(parameters.required) ? parameters.required.filter((name) => typeof name === "string") : [];
+  const names = [...new Set(required.length > 0 ? required : Object.keys(properties))];
+  // Built as text, not as an object, so that a property named "__proto__" stays a property.
+  const members = names.map((name) => `${JSON.stringify(name)}:${JSON.stringify(exampleValue(Object.hasOwn(properties, name) ? properties[name] : {}) ?? null)}`);
+  return `{${members.join(",")}}`;
+}
+
+const hex32 = (random) => Math.floor(random() * 4294967296).toString(16).padStart(8, "0");
+
+// Text cut into pieces of 1 to `longest` characters (whole code points: never half of a
+// surrogate pair), at seeded random lengths.
+function pieces(text, random, longest) {
+  const points = Array.from(text);
+  const result = [];
+  for (let i = 0; i < points.length;) {
+    const length = 1 + Math.floor(random() * longest);
+    result.push(points.slice(i, i + length).join(""));
+    i += length;
+  }
+  return result;
+}
+
+// The calls the reply makes, each with its id and its arguments as streamed fragments (one
+// completion token each), within what the token budget leaves after thinking: a call the
+// budget cuts short keeps the fragments that fit and the answer ends with "length".
+function toolCallsFor(wanted, random, allowance) {
+  const calls = [];
+  let spent = 0;
+  let cut = false;
+  for (const tool of wanted) {
+    const id = `chatcmpl-tool-${hex32(random)}${hex32(random)}`;
+    const json = exampleArguments(tool.parameters);
+    const fragments = pieces(json, random, 8);
+    const kept = fragments.slice(0, Math.max(0, allowance - spent));
+    if (kept.length === 0) {
+      cut = true;
+      break;
+    }
+    spent += kept.length;
+    calls.push({ id, name: tool.name, json, fragments: kept, complete: kept.length === fragments.length });
+    if (kept.length < fragments.length) {
+      cut = true;
+      break;
+    }
+  }
+  return { calls, spent, cut };
+}
+
+// After a tool's result the reply starts by quoting it, so tests can see that it reached
+// the model: "Tool result: " and the result's first 60 characters, in a few tokens.
+function toolResultTokens(messages, random) {
+  const last = messages[messages.length - 1];
+  if (last?.role !== "tool") return [];
+  const excerpt = Array.from(contentText(last.content)).slice(0, 60).join("");
+  return ["Tool result: ", ...pieces(excerpt, random, 16)];
+}
+
 // A reply is drawn lazily from generators seeded by the conversation, so a 100,000-token
 // benchmark reply costs the emulator no memory to speak of.
-function replyFor(inputs, settings, thinking = 0, cachedTokens = null) {
+const NO_TOOLS = { tools: [], choice: "auto", parallel: true };
+
+function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling = NO_TOOLS) {
   const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
   const seed = fnv1a(JSON.stringify(messages));
   const tokenRandom = seededRandom(seed);
+  const toolRandom = seededRandom(seed ^ 0x9e3779b9); // tool call ids, fragments, the quoted result
   const budget = Number.isInteger(inputs.max_tokens) && inputs.max_tokens > 0 ? inputs.max_tokens : Infinity;
   const reasoningCount = Math.min(thinking, budget);
   const wanted = settings.replyTokens || 60 + Math.floor(tokenRandom() * 241);
-  const count = Math.min(wanted, budget - reasoningCount);
-  const promptTokens = Math.max(1, Math.ceil(JSON.stringify(messages).length / 4));
-  const completion = reasoningCount + count;
+  const planned = plannedToolCalls(tooling, messages);
+  const toolCalls = planned.length > 0 ? toolCallsFor(planned, toolRandom, budget - reasoningCount) : null;
+  const prefix = toolCalls ? [] : toolResultTokens(messages, toolRandom);
+  const count = toolCalls ? 0 : Math.min(prefix.length + wanted, budget - reasoningCount);
+  const prompted = JSON.stringify(messages).length + (tooling.tools.length > 0 ? JSON.stringify(inputs.tools).length : 0);
+  const promptTokens = Math.max(1, Math.ceil(prompted / 4));
+  const completion = reasoningCount + (toolCalls ? toolCalls.spent : count);
   const usage = { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
   if (cachedTokens !== null) usage.prompt_tokens_details = { cached_tokens: cachedTokens };
+  let prefixed = 0;
   return {
     seed,
     count,
     reasoningCount,
-    nextToken: () => VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)],
+    toolCalls: toolCalls?.calls ?? null,
+    nextToken: () => (prefixed < prefix.length ? prefix[prefixed++] : VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)]),
     nextThought: () => THOUGHTS[Math.floor(tokenRandom() * THOUGHTS.length)],
     random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
     usage,
-    truncated: completion >= budget,
+    truncated: toolCalls ? toolCalls.cut : completion >= budget,
     stamp: settings.stampTokens,
   };
 }
@@ -97,7 +257,17 @@ function padding(random) {
   return text;
 }
 
+// Native tool calls come whole, in one frame, with their arguments as an object (the
+// models' output schema: tool_calls [{name, arguments}]); native streams carry no
+// finish_reason. A call the budget cut short is left out.
+const nativeToolCalls = (reply) => reply.toolCalls.filter((call) => call.complete)
+  .map((call) => ({ name: call.name, arguments: JSON.parse(call.json) }));
+
 function* nativeFrames(reply) {
+  if (reply.toolCalls) {
+    const calls = nativeToolCalls(reply);
+    if (calls.length > 0) yield { response: "", tool_calls: calls, p: padding(reply.random) };
+  }
   for (let i = 0; i < reply.count; i++) {
     const token = reply.nextToken();
     // Latency probes: the token carries its own send time (the clock the client reads).
@@ -110,7 +280,9 @@ function* nativeFrames(reply) {
 // workers-ai-provider's fixtures and the 2026-02-17 changelog): id, created and model on
 // every chunk; the role first; reasoning deltas before the answer, in the model's own
 // field; running usage on every chunk; finish_reason only on the usage chunk; a last
-// chunk with no choices; then [DONE] (added by the caller).
+// chunk with no choices; then [DONE] (added by the caller). Tool calls: per call a chunk
+// with its index, id, type and name (arguments ""), then its arguments in fragments of
+// 1-8 characters under the same index; finish_reason "tool_calls" on an empty delta.
 function* openaiFrames(reply, model, reasoningField) {
   const id = `chatcmpl-${reply.seed.toString(16)}`;
   const created = Math.floor(Date.now() / 1000);
@@ -127,6 +299,15 @@ function* openaiFrames(reply, model, reasoningField) {
   yield chunk({ role: "assistant", content: "" }, 0);
   let completion = 0;
   for (let i = 0; i < reply.reasoningCount; i++) yield chunk({ [reasoningField]: reply.nextThought() }, ++completion);
+  if (reply.toolCalls) {
+    for (const [index, call] of reply.toolCalls.entries()) {
+      yield chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }, completion);
+      for (const fragment of call.fragments) yield chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }, ++completion);
+    }
+    yield chunk({}, completion, reply.truncated ? "length" : "tool_calls");
+    yield { id, object: "chat.completion.chunk", created, model, choices: [], usage: usageAfter(completion) };
+    return;
+  }
   for (let i = 0; i < reply.count; i++) {
     yield chunk({ content: reply.stamp ? `<t=${Date.now()}>` : reply.nextToken() }, ++completion);
   }
@@ -326,9 +507,32 @@ function cachedPromptTokens(session, messages) {
 }
 
 // What reached the binding, for tests and people: the names of the inputs and options,
-// and the settings among them, never the messages.
+// the settings among them, the tools' names and the conversation's shape (each message's
+// role, the ids and names of tool calls, the call a tool message answers), never the
+// messages' text.
 const SETTINGS_LOGGED = ["max_tokens", "temperature", "top_p", "frequency_penalty", "presence_penalty", "seed",
-  "reasoning_effort", "chat_template_kwargs"];
+  "reasoning_effort", "chat_template_kwargs", "tool_choice", "parallel_tool_calls"];
+
+const stringOrNull = (value) => (typeof value === "string" ? value : null);
+
+function toolNames(tools) {
+  if (!Array.isArray(tools)) return null;
+  return tools.map((tool) => stringOrNull(isPlainObject(tool?.function) ? tool.function.name : tool?.name));
+}
+
+function history(messages) {
+  if (!Array.isArray(messages)) return [];
+  return messages.map((message) => {
+    const entry = { role: stringOrNull(message?.role) };
+    if (entry.role === "assistant" && Array.isArray(message.tool_calls)) {
+      entry.tool_calls = message.tool_calls.map((call) => ({
+        id: stringOrNull(call?.id), name: stringOrNull(call?.function?.name ?? call?.name),
+      }));
+    }
+    if (entry.role === "tool") entry.tool_call_id = stringOrNull(message.tool_call_id);
+    return entry;
+  });
+}
 
 function describeCall(inputs, options) {
   const settings = {};
@@ -339,6 +543,8 @@ function describeCall(inputs, options) {
     inputs: Object.keys(inputs ?? {}).sort(),
     options: Object.keys(options ?? {}).sort(),
     settings,
+    ...(inputs?.tools !== undefined ? { tools: toolNames(inputs.tools) } : {}),
+    history: history(inputs?.messages),
     session_affinity: headers["x-session-affinity"] ?? null,
     ...(gateway ? { gateway: { id: gateway.id, skipCache: gateway.skipCache ?? false, metadata: gateway.metadata ?? {} } } : {}),
   };
@@ -374,15 +580,23 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const aliased = entry.id !== model ? { aliased_to: entry.id } : {};
     lastGatewayLogId = options?.gateway ? `01${crypto.randomUUID().replaceAll("-", "").slice(0, 24).toUpperCase()}` : null;
     const gatewayLog = lastGatewayLogId ? { gateway_log_id: lastGatewayLogId } : {};
-    log({ event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: Boolean(script) });
-    const thinking = thinkingTokens(entry, inputs ?? {});
+    const record = { event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: Boolean(script) };
+    let thinking, tooling;
+    try {
+      thinking = thinkingTokens(entry, inputs ?? {});
+      tooling = toolSettings(entry, inputs ?? {});
+    } catch (error) {
+      log({ ...record, refused: error.message.split(":")[0] });
+      throw error;
+    }
+    log(record);
     const cached = entry.prompt_caching && framing === "openai" ? cachedPromptTokens(described.session_affinity, messages) : null;
     if (script?.start_delay_ms) await sleep(script.start_delay_ms);
     if (script?.fail_start) {
       log({ event: "ai_start_failed", ...context });
       throw new Error(script.fail_start);
     }
-    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached), settings };
+    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling), settings };
     if (inputs?.stream) {
       const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(reply, entry.id, framing, entry.reasoning?.field);
       const stream = streamFrom(chunks, context);
@@ -390,13 +604,18 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     }
     let response = "";
     for (let i = 0; i < reply.count; i++) response += reply.nextToken();
-    if (framing === "native") return { response, usage: reply.usage };
+    if (framing === "native") {
+      return reply.toolCalls ? { response: "", tool_calls: nativeToolCalls(reply), usage: reply.usage } : { response, usage: reply.usage };
+    }
     let reasoning = "";
     for (let i = 0; i < reply.reasoningCount; i++) reasoning += reply.nextThought();
-    const message = { role: "assistant", content: response, ...(reasoning ? { [entry.reasoning.field]: reasoning } : {}) };
+    const calls = reply.toolCalls?.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.fragments.join("") } }));
+    const answer = calls?.length > 0 ? { content: null, tool_calls: calls } : { content: response };
+    const message = { role: "assistant", ...answer, ...(reasoning ? { [entry.reasoning.field]: reasoning } : {}) };
+    const finish = reply.truncated ? "length" : calls ? "tool_calls" : "stop";
     return {
       id: `chatcmpl-${reply.seed.toString(16)}`, object: "chat.completion", created: Math.floor(Date.now() / 1000), model: entry.id,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: reply.truncated ? "length" : "stop" }], usage: reply.usage,
+      choices: [{ index: 0, message, logprobs: null, finish_reason: finish }], usage: reply.usage,
     };
   }
 

@@ -2,8 +2,9 @@
 before any inference, OpenAI's error shape, and the model list. Pure Python.
 
 Unknown fields are ignored, as OpenAI does; fields whose meaning this Worker cannot
-honour (more than one choice, tools, response formats, log probabilities, ...) get a 400
-naming the field rather than an answer that silently ignored them.
+honour (more than one choice, response formats, log probabilities, the legacy
+`functions`, ...) get a 400 naming the field rather than an answer that silently ignored
+them. Tools, and the tool calls and results of the history, are chat.tools'.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from sse import openai_error
 
+from . import tools
 from .api_errors import ApiError, invalid_request
 from .config import Config
 from .validation import (
@@ -68,6 +70,9 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
         raise invalid_request("The request body must be a JSON object.")
     _refuse_what_cannot_be_honoured(payload)
     models = checked_model_choice(payload.get("model"), config)
+    tool_inputs = tools.checked_tool_fields(payload)
+    if tool_inputs:
+        models = tools.models_taking_tools(models)
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.", param="messages")
@@ -89,6 +94,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
         models=models,
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
+        tool_inputs=tool_inputs,
     )
     return CompletionRequest(
         turn=turn,
@@ -102,10 +108,8 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
 
 # Each field this Worker cannot honour, and the values that ask for nothing it lacks.
 _NOT_HONOURED: tuple[tuple[str, tuple[Any, ...], str], ...] = (
-    ("tools", ([],), "tool calling is not supported here"),
-    ("functions", ([],), "function calling is not supported here"),
-    ("tool_choice", ("none",), "tool calling is not supported here"),
-    ("function_call", ("none",), "function calling is not supported here"),
+    ("functions", ([],), "the legacy form of tools, not supported here; send tools"),
+    ("function_call", ("none",), "the legacy form of tool_choice, not supported here; send tool_choice with tools"),
     ("response_format", ({"type": "text"},), "only text responses are supported here"),
     ("logprobs", (False,), "log probabilities are not available here"),
     ("top_logprobs", (0,), "log probabilities are not available here"),
@@ -128,16 +132,19 @@ def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
 
 def _plain_message(message: Any, index: int) -> Any:
     """An OpenAI message reduced to what checked_messages reads: `developer` is a system
-    message, text parts are joined, `name` is dropped. Anything else is left for
-    checked_messages to refuse."""
+    message, text parts are joined (a tool result's too), `name` is dropped, `tool_calls`
+    and `tool_call_id` are kept. The legacy function messages are refused with a pointer
+    to their tool forms; anything else is left for checked_messages to refuse."""
     where = f"messages[{index}]"
     if not isinstance(message, dict):
         return message
-    if message.get("tool_calls") or message.get("function_call"):
-        raise invalid_request(f"{where}: tool calls are not supported here.", param=f"{where}.tool_calls")
+    if message.get("function_call"):
+        field = f"{where}.function_call"
+        raise invalid_request(f"{field}: the legacy form of tool_calls, not supported here; send tool_calls.", param=field)
     role = message.get("role")
-    if role in ("tool", "function"):
-        raise invalid_request(f"{where}.role: tool results are not supported here.", param=f"{where}.role")
+    if role == "function":
+        raise invalid_request(f'{where}.role: function messages are the legacy form, not supported here; send "tool" messages '
+                              "with tool_call_id.", param=f"{where}.role")
     content = message.get("content")
     if isinstance(content, list):
         texts = []
@@ -147,7 +154,11 @@ def _plain_message(message: Any, index: int) -> Any:
                 raise invalid_request(f"{field}: only text parts are supported here.", param=field)
             texts.append(part["text"])
         content = "\n".join(texts)
-    return {"role": "system" if role == "developer" else role, "content": content}
+    plain = {"role": "system" if role == "developer" else role, "content": content}
+    for key in ("tool_calls", "tool_call_id"):
+        if key in message:
+            plain[key] = message[key]
+    return plain
 
 
 def _flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: bool = False) -> bool:

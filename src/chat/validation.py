@@ -5,17 +5,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
-from . import catalog
+from . import catalog, tools
 from .api_errors import ApiError, invalid_request
 from .config import Config
 
-ROLES = ("user", "assistant")
+ROLES = ("user", "assistant", "tool")
+# A turn asks the model to answer a user, or to go on from its tools' results.
+LAST_ROLES = ("user", "tool")
 MAX_CHAT_ID_CHARS = 128
 # What a client may set of the AI Gateway's per-request options: skipping the cache is
 # always safe; a TTL, a cache key, metadata or the gateway itself are the Worker's (a
@@ -39,10 +41,13 @@ WHITESPACE = (
 
 @dataclass(frozen=True, kw_only=True)
 class ChatTurn:
-    """A checked conversation and its generation settings. `options` are further model
-    inputs, already checked (top_p, seed, penalties from the OpenAI route)."""
+    """A checked conversation and its generation settings. `messages` are in the binding's
+    shape (assistant messages may carry `tool_calls`; tool messages `tool_call_id` and
+    `name`). `options` are further model inputs, already checked (top_p, seed, penalties
+    from the OpenAI route); `tool_inputs` the request's tools (chat.tools), empty when it
+    offers none."""
 
-    messages: tuple[dict[str, str], ...]
+    messages: tuple[dict[str, Any], ...]
     max_tokens: int
     temperature: float | None
     options: tuple[tuple[str, float | int], ...] = ()
@@ -51,6 +56,7 @@ class ChatTurn:
     models: tuple[str, ...] = ()  # the client's choice of model first, then the others; (): MODEL's order
     reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
     skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
+    tool_inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # tools, tool_choice, parallel_tool_calls
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         # The server's prompt comes first, so a client's own system messages (where a
@@ -62,6 +68,7 @@ class ChatTurn:
         if self.temperature is not None:
             inputs["temperature"] = self.temperature
         inputs.update(self.options)
+        inputs.update(self.tool_inputs)
         return inputs
 
 
@@ -106,6 +113,11 @@ def _checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
 ) -> ChatTurn:
     models = checked_model_choice(payload.get("model"), config) if payload.get("model") is not None else ()
+    tool_inputs = tools.checked_tool_fields(payload)
+    if tool_inputs:
+        # Spelled out even when the client named no model, so that the fallbacks that do
+        # not take tools are left out of MODEL's order too.
+        models = tools.models_taking_tools(models or config.models)
     return ChatTurn(
         messages=checked_messages(messages, config, position=position),
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
@@ -114,6 +126,7 @@ def _checked_turn(
         resumable=_resumable(payload.get("resumable")),
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
+        tool_inputs=tool_inputs,
     )
 
 
@@ -162,15 +175,23 @@ def checked_gateway_options(value: Any) -> bool:
 
 def checked_messages(
     messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False
-) -> tuple[dict[str, str], ...]:
-    """The messages as `{"role", "content"}`, or ApiError(invalid_request) naming the bad
-    one. `position` maps an index in `messages` to the one the client sent, so errors
-    name the client's own message even when some were left out. `system`: whether the
-    client may send system messages (else they are the server's alone)."""
+) -> tuple[dict[str, Any], ...]:
+    """The messages in the binding's shape, or ApiError(invalid_request) naming the bad one.
+
+    User (and system) messages are `{"role", "content"}` with a character other than
+    whitespace. Assistant messages may have empty or null content (kept as "") and
+    `tool_calls`; a tool message answers a call of the nearest assistant message with
+    tool_calls before it (chat.tools gives both their shapes). Content, tool results and
+    call arguments count towards MAX_INPUT_CHARS. The last message is the user's or a
+    tool result. `position` maps an index in `messages` to the one the client sent, so
+    errors name the client's own message even when some were left out or one became
+    several. `system`: whether the client may send system messages (else they are the
+    server's alone)."""
     if len(messages) > config.max_messages:
         raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
-    checked = []
+    checked: list[dict[str, Any]] = []
     total_chars = 0
+    calls: dict[str, str] = {}  # those of the nearest assistant message with tool_calls
     for index, message in enumerate(messages):
         where = f"messages[{position(index)}]"
         if not isinstance(message, dict):
@@ -179,17 +200,26 @@ def checked_messages(
         if role == "system" and not system:
             raise invalid_request(f"{where}.role: system messages are set by the server.", param=f"{where}.role")
         if role not in ROLES and not (system and role == "system"):
-            allowed = '"system", "user" or "assistant"' if system else '"user" or "assistant"'
+            allowed = '"system", "user", "assistant" or "tool"' if system else '"user", "assistant" or "tool"'
             raise invalid_request(f"{where}.role must be {allowed}.", param=f"{where}.role")
-        content = message.get("content")
-        if not isinstance(content, str) or not content.strip(WHITESPACE):
-            raise invalid_request(f"{where}.content must be a string with a character other than whitespace.", param=f"{where}.content")
-        total_chars += len(content)
-        checked.append({"role": role, "content": content})
+        if role == "assistant":
+            entry = tools.checked_assistant_message(message, where)
+            if "tool_calls" in entry:
+                calls = tools.call_names(entry)
+        elif role == "tool":
+            entry = tools.checked_tool_message(message, where, calls)
+        else:
+            content = message.get("content")
+            if not isinstance(content, str) or not content.strip(WHITESPACE):
+                raise invalid_request(f"{where}.content must be a string with a character other than whitespace.", param=f"{where}.content")
+            entry = {"role": role, "content": content}
+        total_chars += tools.input_chars(entry)
+        checked.append(entry)
     if total_chars > config.max_input_chars:
-        raise invalid_request(f"messages content totals {total_chars} characters; at most {config.max_input_chars} are allowed.", param="messages")
-    if checked[-1]["role"] != "user":
-        raise invalid_request("messages: the last message must come from the user.", param="messages")
+        raise invalid_request(f"messages content, tool results and call arguments total {total_chars} characters; "
+                              f"at most {config.max_input_chars} are allowed.", param="messages")
+    if checked[-1]["role"] not in LAST_ROLES:
+        raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
     return tuple(checked)
 
 
@@ -246,10 +276,12 @@ def checked_temperature(value: Any, model: str) -> float | None:
 def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     """A chat turn from the AI SDK's `useChat` body (`messages` as UIMessages with `parts`).
 
-    The text parts of each message become its content; other parts (files, tool calls,
-    step markers) carry nothing the model call uses and are left out. An assistant message
-    with no text at all (only reasoning or tool parts, which this Worker itself sends) is
-    left out whole, so the conversation can go on. Then the same rules as /api/chat
+    The text parts of a user message become its content. An assistant message is split
+    into steps at its `step-start` parts; each step becomes an assistant message with its
+    text and the tool calls that have a result, followed by a tool message for each
+    (chat.tools.ui_tool_exchange). What carries nothing the model call uses (files,
+    reasoning, calls still without a result) is left out, and so is a step with neither
+    text nor such calls, so the conversation can go on. Then the same rules as /api/chat
     apply, with field names pointing at the UIMessage.
     """
     if not isinstance(payload, dict):
@@ -257,21 +289,29 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.")
-    plain = []
-    positions = []
+    if len(messages) > config.max_messages:
+        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+    plain: list[dict[str, Any]] = []
+    positions: list[int] = []
     for index, message in enumerate(messages):
+        where = f"messages[{index}]"
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
-            raise invalid_request(f"messages[{index}] must be a UI message with a list of parts.")
-        texts = [part.get("text") for part in message["parts"] if isinstance(part, dict) and part.get("type") == "text"]
-        if not all(isinstance(text, str) for text in texts):
-            raise invalid_request(f"messages[{index}].parts: a text part needs a string text.")
-        content = "".join(texts)
-        if message.get("role") == "assistant" and not content.strip(WHITESPACE):
-            continue
-        plain.append({"role": message.get("role"), "content": content})
-        positions.append(index)
+            raise invalid_request(f"{where} must be a UI message with a list of parts.")
+        role = message.get("role")
+        if role == "tool":  # results travel as parts of the assistant's message
+            raise invalid_request(f'{where}.role must be "user" or "assistant".', param=f"{where}.role")
+        if role == "assistant":
+            converted = _ui_assistant_messages(message["parts"], where)
+        else:
+            converted = [{"role": role, "content": _ui_text(message["parts"], where)}]
+        plain.extend(converted)
+        positions.extend([index] * len(converted))
     if not plain:
         raise invalid_request("messages holds no message with text.")
+    if len(plain) > config.max_messages:
+        # MAX_MESSAGES bounds what the model reads, as on /v1, where each result is a message.
+        raise invalid_request(f"messages make {len(plain)} model messages once tool calls and results count as theirs; "
+                              f"at most {config.max_messages} are allowed.", param="messages")
     turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
     chat_id = payload.get("id")
     if not is_chat_id(chat_id):
@@ -279,3 +319,53 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
             raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.", param="id")
         return turn
     return dataclasses.replace(turn, chat_id=chat_id)
+
+
+def _ui_text(parts: list[Any], where: str) -> str:
+    texts: list[str] = []
+    for part in parts:
+        if isinstance(part, dict) and part.get("type") == "text":
+            if not isinstance(part.get("text"), str):
+                raise invalid_request(f"{where}.parts: a text part needs a string text.")
+            texts.append(part["text"])
+    return "".join(texts)
+
+
+def _ui_assistant_messages(parts: list[Any], where: str) -> list[dict[str, Any]]:
+    # The AI SDK starts each step of a multi-step answer with a `step-start` part: the
+    # model's calls of one step and their results come before the text of the next.
+    steps: list[list[tuple[int, Any]]] = [[]]
+    for part_index, part in enumerate(parts):
+        if isinstance(part, dict) and part.get("type") == "step-start":
+            steps.append([])
+        else:
+            steps[-1].append((part_index, part))
+    converted: list[dict[str, Any]] = []
+    for step in steps:
+        content = _ui_text([part for _, part in step], where)
+        calls: list[dict[str, Any]] = []
+        results: list[dict[str, Any]] = []
+        ids: set[str] = set()
+        for part_index, part in step:
+            if not isinstance(part, dict):
+                continue
+            at = f"{where}.parts[{part_index}]"
+            exchange = tools.ui_tool_exchange(part, at)
+            if exchange is None:
+                continue
+            call, result = exchange
+            # Checked here as well as by checked_messages, so the error names the part.
+            if call["id"] in ids:
+                raise invalid_request(f"{at}.toolCallId: another call of this step has this id.", param=f"{at}.toolCallId")
+            if len(calls) == tools.MAX_CALLS_PER_MESSAGE:
+                raise invalid_request(f"{where}.parts: a step holds more than {tools.MAX_CALLS_PER_MESSAGE} tool calls.",
+                                      param=f"{where}.parts")
+            ids.add(call["id"])
+            calls.append(call)
+            results.append(result)
+        if calls:
+            converted.append({"role": "assistant", "content": content, "tool_calls": calls})
+            converted.extend(results)
+        elif content.strip(WHITESPACE):
+            converted.append({"role": "assistant", "content": content})
+    return converted

@@ -101,7 +101,9 @@ def test_blank_content_follows_the_published_schemas_whitespace(content, blank):
     import yaml
 
     schema = yaml.safe_load(Path("docs/openapi.yaml").read_text())["components"]["schemas"]["ChatTurn"]
-    pattern = schema["properties"]["messages"]["items"]["properties"]["content"]["pattern"]
+    user_message = schema["properties"]["messages"]["items"]["oneOf"][0]
+    assert user_message["properties"]["role"]["enum"] == ["user"]
+    pattern = user_message["properties"]["content"]["pattern"]
     assert (re.search(pattern, content) is None) is blank
     payload = {"messages": [{"role": "user", "content": content}]}
     if blank:

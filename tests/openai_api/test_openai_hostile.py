@@ -26,7 +26,7 @@ HOSTILE_FIELDS = [
     pytest.param({"temperature": 1e308, "top_p": -0.0}, 400, "temperature", id="huge-temperature"),
     pytest.param({"seed": -1}, 400, "seed", id="negative-seed"),
     pytest.param({"n": 10**300}, 400, "n", id="n-of-300-digits"),
-    pytest.param({"tools": [{"type": "function", "function": {"name": "f" * 50_000}}]}, 400, "tools", id="huge-tool"),
+    pytest.param({"tools": [{"type": "function", "function": {"name": "f" * 50_000}}]}, 400, "tools[0].function.name", id="huge-tool"),
     pytest.param({"user": "u" * 60_000}, 200, None, id="huge-user-ignored"),
 ]
 

@@ -69,7 +69,7 @@ def test_the_api_matches_its_openapi_description_under_schemathesis(start_runtim
     runtime: LocalRuntime = start_runtime(RuntimeOptions(ai_pace=0, ai_reply_tokens=20))
     examples = "100" if FULL else "30"
     result = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "st"), "run", str(ROOT / "docs" / "openapi.yaml"), "--url", runtime.url,
+        [str(ROOT / ".venv" / "bin" / "st"), "--config-file", str(ROOT / "tests" / "reliability" / "schemathesis.toml"), "run", str(ROOT / "docs" / "openapi.yaml"), "--url", runtime.url,
          "--checks", "all", "--exclude-checks", "positive_data_acceptance",
          "--max-examples", examples, "--generation-deterministic", "--request-timeout", "30", "--no-color"],
         cwd=ROOT, capture_output=True, text=True, timeout=600,

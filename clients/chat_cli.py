@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Ask the chat Worker one question and print the answer while it streams.
 
-    python clients/chat_cli.py [--url URL] [--history FILE.json] [--cancel-after N]
-                               [--timeout S] [--raw | --resume] [--token T] "question"
+    python clients/chat_cli.py [--url URL] [--history FILE.json] [--tools FILE.json]
+                               [--cancel-after N] [--timeout S] [--raw | --resume]
+                               [--token T] "question"
 
 stdout gets the answer text as it arrives, plus a final newline when the text did not
 end with one; so `... > answer.txt` keeps just the answer. stderr gets exactly one status
 line, always the last line written there:
 
-    complete chunks=N chars=M     exit 0   the stream ended with `done` ([DONE] with --raw)
+    complete chunks=N chars=M     exit 0   the stream ended with `done` ([DONE] with --raw),
+      [tool_calls=K]                       and K tool calls when the model made some
     cancelled after N chunks      exit 3   --cancel-after N: left after N chunks
     stream_error: CODE            exit 4   an `error` event, an HTTP error, or a client code:
                                            truncated, timeout, connection_failed,
@@ -16,7 +18,8 @@ line, always the last line written there:
 
 When the server gave a message (an `error` event, a JSON error body) it comes on the line
 before the status line, as `error: MESSAGE (request ID[, retry after S s])`. Exit status 2
-means bad usage or an unreadable --history file. `chars` counts Unicode code points.
+means bad usage or an unreadable --history or --tools file (nothing is sent then).
+`chars` counts Unicode code points.
 --timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
 --token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
 
@@ -24,6 +27,17 @@ means bad usage or an unreadable --history file. `chars` counts Unicode code poi
 --timeout seconds) the client reconnects with Last-Event-ID and goes on where it left off,
 up to RESUME_ATTEMPTS times in a row, and the status line ends with `resumed=K`, the
 number of reconnections. With --cancel-after the answer is stopped on the server (DELETE).
+
+--tools FILE.json offers the model tools: a JSON list in OpenAI's function-tool shape
+(`[{"type": "function", "function": {"name": ..., "parameters": {...}}}]`), or an object
+with "tools". The client does not run them: each call the model makes is printed on stdout,
+when it is complete, as one JSON line on its own,
+
+    {"tool_call": {"id": "call_1", "name": "current_time", "arguments": "{\\"timezone\\":\\"UTC\\"}", "input": {"timezone": "UTC"}}}
+
+with `"input": null` and an `input_error` when the arguments are not a JSON object. A history
+file may hold earlier calls and results (assistant messages with `tool_calls`, `tool`
+messages with `tool_call_id`): they are sent as they are.
 """
 
 from __future__ import annotations
@@ -62,6 +76,22 @@ RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 class TextSink(Protocol):
     def write(self, text: str, /) -> int: ...
     def flush(self) -> None: ...
+
+
+class LineTrackingWriter:
+    """Writes through to a stream and remembers whether the text so far ends a line."""
+
+    def __init__(self, stream: TextSink) -> None:
+        self._stream = stream
+        self.needs_newline = False
+
+    def write(self, text: str) -> int:
+        if text:
+            self.needs_newline = not text.endswith("\n")
+        return self._stream.write(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
 
 
 class MalformedStream(Exception):
@@ -150,6 +180,7 @@ class Outcome:
     kind: str  # "complete", "cancelled" or "error"
     chunks: int
     chars: int
+    tool_calls: int = 0  # complete tool calls the answer made
     code: str | None = None
     message: str | None = None
     request_id: str | None = None
@@ -160,6 +191,8 @@ class Outcome:
     def status_line(self) -> str:
         if self.kind == "complete":
             line = f"complete chunks={self.chunks} chars={self.chars}"
+            if self.tool_calls:
+                line += f" tool_calls={self.tool_calls}"
         elif self.kind == "cancelled":
             line = f"cancelled after {self.chunks} chunks"
         else:
@@ -171,35 +204,53 @@ class Outcome:
         return {"complete": EXIT_COMPLETE, "cancelled": EXIT_CANCELLED}.get(self.kind, EXIT_STREAM_ERROR)
 
 
+@dataclass(frozen=True, kw_only=True)
+class Reading:
+    """What one event gives: answer text, a complete tool call (the JSON object printed as
+    {"tool_call": ...}), or the outcome a terminal event brings."""
+
+    text: str = ""
+    tool_call: dict[str, Any] | None = None
+    outcome: Outcome | None = None
+
+
+NOTHING = Reading()
+
+
 class AnswerReader:
-    """Reads one answer's events; `text_of` returns the answer text an event adds, and
-    `ending` the outcome a terminal event brings. Subclasses know one wire format."""
+    """Reads one answer's events; `take` returns what an event gives (text, a tool call, or
+    the outcome). Subclasses know one wire format."""
 
     def __init__(self) -> None:
         self.chunks = 0
         self.chars = 0
+        self.tool_calls = 0
         self.request_id: str | None = None
         self.stream_id: str | None = None  # a resumable answer's name, from `meta`
 
-    def take(self, event: Event) -> tuple[str, Outcome | None]:
-        text, outcome = self._interpret(event)
-        if text:
+    def take(self, event: Event) -> Reading:
+        reading = self._interpret(event)
+        if reading.text:
             self.chunks += 1
-            self.chars += len(text)  # code points, as the protocol's `chars`
-        return text, outcome
+            self.chars += len(reading.text)  # code points, as the protocol's `chars`
+        if reading.tool_call is not None:
+            self.tool_calls += 1
+        return reading
 
-    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+    def _interpret(self, event: Event) -> Reading:
         raise NotImplementedError
 
     def outcome(self, kind: str, **fields: Any) -> Outcome:
         fields.setdefault("request_id", self.request_id)
-        return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, **fields)
+        return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, tool_calls=self.tool_calls, **fields)
 
 
 class ProtocolReader(AnswerReader):
-    """This project's protocol (docs/protocol.md): meta, delta, reasoning, done, error."""
+    """This project's protocol (docs/protocol.md): meta, delta, reasoning, tool calls, done,
+    error. Of a tool call only its complete form (`tool_call`) is taken: the start and the
+    argument fragments are for clients that show a call while it is written."""
 
-    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+    def _interpret(self, event: Event) -> Reading:
         try:
             data = json.loads(event.data)
         except ValueError:
@@ -211,14 +262,28 @@ class ProtocolReader(AnswerReader):
             if isinstance(data.get("stream_id"), str):
                 self.stream_id = data["stream_id"]
         elif event.type == "delta" and isinstance(data.get("text"), str):
-            return data["text"], None
+            return Reading(text=data["text"])
+        elif event.type == "tool_call":
+            return Reading(tool_call=_tool_call(data))
         elif event.type == "done":
-            return "", self.outcome("complete")
+            return Reading(outcome=self.outcome("complete"))
         elif event.type == "error":
             code = data.get("code") if isinstance(data.get("code"), str) else "internal_error"
             message = data.get("message") if isinstance(data.get("message"), str) else None
-            return "", self.outcome("error", code=code, message=message, request_id=data.get("request_id") or self.request_id)
-        return "", None  # reasoning is not printed; unknown events are ignored (rule 3)
+            return Reading(outcome=self.outcome("error", code=code, message=message, request_id=data.get("request_id") or self.request_id))
+        return NOTHING  # reasoning is not printed; unknown events are ignored (rule 3)
+
+
+def _tool_call(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The call a `tool_call` event carries, as printed; None when a field is missing or of
+    the wrong type (the event is then skipped, as a delta without text is)."""
+    if not all(isinstance(data.get(key), str) for key in ("id", "name", "arguments")):
+        return None
+    call = {"id": data["id"], "name": data["name"], "arguments": data["arguments"]}
+    if isinstance(data.get("input"), dict) and "input_error" not in data:
+        return {**call, "input": data["input"]}
+    why = data.get("input_error")
+    return {**call, "input": None, "input_error": why if isinstance(why, str) else "not a JSON object"}
 
 
 class RawReader(AnswerReader):
@@ -226,26 +291,26 @@ class RawReader(AnswerReader):
     (OpenAI-style `chat.completion.chunk` frames are read too). Without [DONE] the answer
     is not complete: raw frames have no error event."""
 
-    def _interpret(self, event: Event) -> tuple[str, Outcome | None]:
+    def _interpret(self, event: Event) -> Reading:
         if event.data.strip() == "[DONE]":
-            return "", self.outcome("complete")
+            return Reading(outcome=self.outcome("complete"))
         try:
             frame = json.loads(event.data)
         except ValueError:
-            return "", None
+            return NOTHING
         if not isinstance(frame, dict):
-            return "", None
+            return NOTHING
         response = frame.get("response")
         if isinstance(response, str):
-            return response, None
+            return Reading(text=response)
         if isinstance(response, int | float) and not isinstance(response, bool):
-            return str(response), None
+            return Reading(text=str(response))
         choices = frame.get("choices")
         if isinstance(choices, list) and choices and isinstance(choices[0], dict):
             delta = choices[0].get("delta")
             if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-                return delta["content"], None
-        return "", None
+                return Reading(text=delta["content"])
+        return NOTHING
 
 
 # --- the request --------------------------------------------------------------------------
@@ -301,13 +366,14 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
 
 
 async def ask(
-    url: str, messages: list[dict[str, str]], *, out: TextSink, raw: bool = False, token: str | None = None,
+    url: str, messages: list[dict[str, Any]], *, out: TextSink, raw: bool = False, token: str | None = None,
     cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
-    reasoning_effort: str | None = DEFAULT_REASONING_EFFORT,
+    reasoning_effort: str | None = DEFAULT_REASONING_EFFORT, tools: list[dict[str, Any]] | None = None,
 ) -> Outcome:
-    """Stream one answer to `out`; returns how it ended. Never raises for network or
-    server behaviour."""
+    """Stream one answer to `out` (its text, and each complete tool call as a JSON line);
+    returns how it ended. Never raises for network or server behaviour."""
     base = url.rstrip("/")
+    writer = out if isinstance(out, LineTrackingWriter) else LineTrackingWriter(out)
     path = "/api/chat/raw" if raw else "/api/chat"
     headers = {"accept": "text/event-stream", "content-type": "application/json"}
     if token:
@@ -318,6 +384,8 @@ async def ask(
     body: dict[str, Any] = {"messages": messages, **({"resumable": True} if resume else {})}
     if reasoning_effort is not None:
         body["reasoning_effort"] = reasoning_effort
+    if tools is not None:
+        body["tools"] = tools
     # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
     async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
         request = client.build_request("POST", base + path, json=body, headers=headers)
@@ -331,7 +399,7 @@ async def ask(
                 pass  # nobody reading: the server stops it after its grace period
 
         on_cancel = stop_on_server if resume else None
-        outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
+        outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
         resumed = failures = 0
         while resume and outcome.code in ("truncated", "timeout", "connection_failed") and reader.stream_id and failures < RESUME_ATTEMPTS:
             # The connection dropped: come back after the last event that arrived whole.
@@ -342,7 +410,7 @@ async def ask(
             deadline.restart()
             headers_again = {**headers, "last-event-id": parser.last_event_id}
             request = client.build_request("GET", f"{base}/api/chat/streams/{reader.stream_id}", headers=headers_again)
-            outcome = await _exchange(client, request, parser, reader, deadline, out, cancel_after, on_cancel)
+            outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
             if (reader.chunks, parser.last_event_id) != events_before:
                 failures = 0  # progress: the attempts count again from here
     if resume:
@@ -358,7 +426,8 @@ def _resumed_parser(last_event_id: str) -> EventStreamParser:
 
 async def _exchange(
     client: httpx.AsyncClient, request: httpx.Request, parser: EventStreamParser, reader: AnswerReader,
-    deadline: Deadline, out: TextSink, cancel_after: int | None, on_cancel: Callable[[], Awaitable[None]] | None = None,
+    deadline: Deadline, out: LineTrackingWriter, cancel_after: int | None,
+    on_cancel: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     try:
         response = await deadline.wait(client.send(request, stream=True))
@@ -372,7 +441,7 @@ async def _exchange(
             return await http_error(response, deadline)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
-        outcome = await _read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        outcome = await read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
         if outcome.kind == "cancelled" and on_cancel is not None and reader.stream_id:
             await on_cancel()
         return outcome
@@ -380,10 +449,13 @@ async def _exchange(
         await response.aclose()
 
 
-async def _read_answer(
+async def read_answer(
     chunks: AsyncIterator[bytes], parser: EventStreamParser, reader: AnswerReader, deadline: Deadline,
-    out: TextSink, cancel_after: int | None,
+    out: LineTrackingWriter, cancel_after: int | None,
 ) -> Outcome:
+    """Reads one response body's events: text and tool calls to `out`, until a terminal
+    event (its outcome), --cancel-after, or the end of the body (truncated). Never raises
+    for what the body holds."""
     ended = False
     try:
         while not ended:
@@ -396,12 +468,16 @@ async def _read_answer(
                 if event.type == ":":
                     continue  # a keep-alive comment is not an event
                 deadline.restart()
-                text, outcome = reader.take(event)
-                if text:
-                    out.write(text)
+                reading = reader.take(event)
+                if reading.text:
+                    out.write(reading.text)
                     out.flush()
-                if outcome is not None:
-                    return outcome  # rule 2: nothing after a terminal event is read
+                if reading.tool_call is not None:
+                    # A line of its own, also when it comes after text that did not end one.
+                    out.write(("\n" if out.needs_newline else "") + json.dumps({"tool_call": reading.tool_call}, ensure_ascii=False) + "\n")
+                    out.flush()
+                if reading.outcome is not None:
+                    return reading.outcome  # rule 2: nothing after a terminal event is read
                 if cancel_after is not None and reader.chunks >= cancel_after:
                     return reader.outcome("cancelled")  # closing the response cancels upstream
     except TimedOut:
@@ -420,9 +496,15 @@ class HistoryError(ValueError):
     """The --history file is not a list of messages."""
 
 
-def read_history(path: Path) -> list[dict[str, str]]:
-    """Earlier turns: a JSON list of {"role", "content"} objects, or {"messages": [...]}.
-    Raises OSError, or ValueError (HistoryError, JSONDecodeError) saying what is wrong."""
+class ToolsError(ValueError):
+    """The --tools file is not a list of OpenAI function tools."""
+
+
+def read_history(path: Path) -> list[dict[str, Any]]:
+    """Earlier turns: a JSON list of {"role", "content"} objects, or {"messages": [...]}; an
+    assistant turn with `tool_calls` may have null content, and `tool_calls` and
+    `tool_call_id` are kept as they are (the Worker checks them). Raises OSError, or
+    ValueError (HistoryError, JSONDecodeError) saying what is wrong."""
     payload = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(payload, dict):
         payload = payload.get("messages")
@@ -430,10 +512,34 @@ def read_history(path: Path) -> list[dict[str, str]]:
         raise HistoryError("expected a list of messages, or an object with \"messages\"")
     history = []
     for index, message in enumerate(payload):
-        if not (isinstance(message, dict) and isinstance(message.get("role"), str) and isinstance(message.get("content"), str)):
-            raise HistoryError(f"message {index} needs string \"role\" and \"content\"")
-        history.append({"role": message["role"], "content": message["content"]})
+        if not (isinstance(message, dict) and isinstance(message.get("role"), str)):
+            raise HistoryError(f"message {index} needs a string \"role\"")
+        content = message.get("content")
+        if not (isinstance(content, str) or (content is None and "tool_calls" in message)):
+            raise HistoryError(f"message {index} needs a string \"content\" (null only with \"tool_calls\")")
+        history.append({key: message[key] for key in ("role", "content", "tool_calls", "tool_call_id") if key in message})
     return history
+
+
+def read_tools(path: Path) -> list[dict[str, Any]]:
+    """Tools to offer the model: a JSON list of OpenAI function tools, `{"type": "function",
+    "function": {"name": ..., "description"?: ..., "parameters"?: {...}}}`, or {"tools": [...]}.
+    Only the shape is checked here; the Worker's bounds (how many, how big) are its own.
+    Raises OSError, or ValueError (ToolsError, JSONDecodeError) saying what is wrong."""
+    payload = json.loads(path.read_text(encoding="utf-8"))
+    if isinstance(payload, dict):
+        payload = payload.get("tools")
+    if not isinstance(payload, list) or not payload:
+        raise ToolsError("expected a non-empty list of tools, or an object with \"tools\"")
+    for index, tool in enumerate(payload):
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not (isinstance(tool, dict) and tool.get("type") == "function" and isinstance(function, dict)):
+            raise ToolsError(f"tool {index} needs \"type\": \"function\" and a \"function\" object")
+        if not (isinstance(function.get("name"), str) and function["name"]):
+            raise ToolsError(f"tool {index} needs a \"function\" with a non-empty string \"name\"")
+        if "parameters" in function and not isinstance(function["parameters"], dict):
+            raise ToolsError(f"tool {index}: \"parameters\" must be a JSON Schema object")
+    return payload
 
 
 def positive_int(text: str) -> int:
@@ -458,6 +564,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("question")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the Worker (default {DEFAULT_URL})")
     parser.add_argument("--history", type=Path, metavar="FILE.json", help="earlier turns, sent before the question")
+    parser.add_argument("--tools", type=Path, metavar="FILE.json",
+                        help="OpenAI function tools to offer the model; its calls are printed as JSON lines, not run")
     parser.add_argument("--cancel-after", type=positive_int, metavar="N", help="leave after N chunks of text")
     parser.add_argument("--timeout", type=positive_float, metavar="S", help="give up when no event comes for S seconds")
     modes = parser.add_mutually_exclusive_group()
@@ -469,23 +577,33 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def usage_error(message: str) -> int:
+    print(f"chat_cli: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    history: list[dict[str, str]] = []
-    if args.history is not None:
-        try:
-            history = read_history(args.history)
-        except (OSError, ValueError) as problem:
-            print(f"chat_cli: --history {args.history}: {problem}", file=sys.stderr)
-            return EXIT_USAGE
+    if args.tools is not None and args.raw:
+        # Raw frames are Workers AI's own: their tool calls are not read, so none would show.
+        return usage_error("--tools: not allowed with --raw")
+    # RecursionError: json's own bound on nesting, for a file nested too deep to read.
+    try:
+        history = read_history(args.history) if args.history is not None else []
+    except (OSError, ValueError, RecursionError) as problem:
+        return usage_error(f"--history {args.history}: {problem}")
+    try:
+        tools = read_tools(args.tools) if args.tools is not None else None
+    except (OSError, ValueError, RecursionError) as problem:
+        return usage_error(f"--tools {args.tools}: {problem}")
     # Model text may hold a lone surrogate (docs/protocol.md): print it as U+FFFD, not a crash.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
-    writer = _TrackingWriter(sys.stdout)
+    writer = LineTrackingWriter(sys.stdout)
     outcome = asyncio.run(ask(
         args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
         token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
-        reasoning_effort=args.reasoning_effort,
+        reasoning_effort=args.reasoning_effort, tools=tools,
     ))
     if writer.needs_newline:
         sys.stdout.write("\n")
@@ -498,21 +616,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {outcome.message or outcome.code}" + (f" ({details})" if details else ""), file=sys.stderr)
     print(outcome.status_line, file=sys.stderr, flush=True)
     return outcome.exit_code
-
-
-class _TrackingWriter:
-    """Writes through to a stream and remembers whether the text so far ends a line."""
-
-    def __init__(self, stream: TextSink) -> None:
-        self._stream = stream
-        self.needs_newline = False
-
-    def write(self, text: str) -> int:
-        self.needs_newline = not text.endswith("\n")
-        return self._stream.write(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 // The chat page: keeps the conversation in the page, streams each answer with
-// chat-stream.js, and renders model text as text (text nodes only, never HTML).
+// chat-stream.js, and renders model text as text (text nodes only, never HTML). It offers
+// the model the built-in tools of tools.js and runs the calls the model makes.
 import { streamChat } from "./chat-stream.js";
+import { ERROR_PREFIX, TOOL_DEFINITIONS, runToolCall } from "./tools.js";
 
 const REASONING_EFFORT = "low";
 const $ = (id) => document.getElementById(id);
@@ -31,9 +33,15 @@ function authHeaders() {
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
-// The settled turns sent as context with each request. Only complete answers are added:
-// a stopped, failed or cut-off answer stays on screen but is not sent back to the model.
+// The settled turns sent as context with each request, exactly as they are sent. Only
+// complete answers are added: a stopped, failed or cut-off answer stays on screen but is
+// not sent back to the model. An answer that calls tools adds itself with its calls
+// ({role: "assistant", content, tool_calls}) and one {role: "tool"} message per result.
 const conversation = [];
+// Answers that call tools are answered again automatically with the results, at most this
+// many times after one user message, so that a model that keeps calling tools cannot keep
+// the page busy for ever.
+const MAX_TOOL_ROUNDS = 5;
 // Answers are resumable (docs/protocol.md): a dropped connection reconnects where it left
 // off, and a reload picks up an answer still being written. The conversation and the
 // answer in progress are kept in sessionStorage (this tab only) for that.
@@ -72,6 +80,92 @@ function addMessage(role, text) {
   messagesList.append(item);
   scrollToEnd(true);
   return item;
+}
+
+/**
+ * A tool call of an answer: a collapsed section under the answer's text, summary with the
+ * tool's name, body with its arguments as they stream. Returns the parts later steps fill.
+ */
+function addToolCall(item, name) {
+  let list = item.querySelector(".tool-calls");
+  if (!list) {
+    list = document.createElement("div");
+    list.className = "tool-calls";
+    item.querySelector(".content").after(list);
+    item.classList.add("has-tools");
+  }
+  const section = document.createElement("details");
+  section.className = "tool-call";
+  const summary = document.createElement("summary");
+  const label = document.createElement("span");
+  label.className = "tool-label";
+  label.textContent = "Tool call";
+  const nameCode = document.createElement("code");
+  nameCode.className = "tool-name";
+  nameCode.textContent = name; // a name from the model: text, never HTML
+  const status = document.createElement("span");
+  status.className = "tool-status";
+  status.textContent = "preparing";
+  summary.append(label, " ", nameCode, " ", status);
+  const argumentsBlock = document.createElement("pre");
+  argumentsBlock.className = "tool-arguments";
+  const argumentsText = document.createTextNode("");
+  argumentsBlock.append(argumentsText);
+  section.append(summary, heading("Arguments"), argumentsBlock);
+  list.append(section);
+  scrollToEnd();
+  return { section, status, argumentsText };
+}
+
+function heading(text) {
+  const title = document.createElement("p");
+  title.className = "tool-heading";
+  title.textContent = text;
+  return title;
+}
+
+/** The whole call: its input pretty-printed, or its raw arguments and why they are not valid. */
+function showToolInput(view, call) {
+  if (call.input !== null) {
+    view.argumentsText.data = JSON.stringify(call.input, null, 2);
+    view.status.textContent = "ready";
+    return;
+  }
+  view.argumentsText.data = call.arguments;
+  const problem = document.createElement("p");
+  problem.className = "tool-input-error";
+  problem.textContent = `Input error: ${call.input_error}`;
+  view.section.querySelector(".tool-arguments").after(problem);
+  view.status.textContent = "invalid arguments";
+}
+
+/** The result sent back to the model, under the call's arguments. */
+function showToolResult(view, { content, error }) {
+  const result = document.createElement("pre");
+  result.className = error ? "tool-result error" : "tool-result";
+  result.textContent = content;
+  view.section.append(heading(error ? "Error sent back" : "Result sent back"), result);
+  view.status.textContent = error ? "error sent back" : "result sent back";
+}
+
+/** The calls of an answer that will not be run (it stopped, failed, or hit the bound). */
+function markNotRun(views) {
+  for (const view of views.values()) {
+    if (!view.section.querySelector(".tool-result")) view.status.textContent = "not run";
+  }
+}
+
+/** A call's arguments as chat-stream.js gives them to onToolCall (a restored history has
+ * only the text). */
+function parsedCall(name, argumentsText) {
+  let input = null;
+  try {
+    input = JSON.parse(argumentsText);
+  } catch {
+    // Not JSON: reported as invalid below.
+  }
+  const isObject = input !== null && typeof input === "object" && !Array.isArray(input);
+  return isObject ? { name, arguments: argumentsText, input } : { name, arguments: argumentsText, input: null, input_error: "The arguments are not a JSON object." };
 }
 
 /** A collapsed "Thinking" section above the answer's text; returns its text node. */
@@ -187,27 +281,54 @@ function restore() {
   } catch {
     saved = null;
   }
-  if (!saved || !Array.isArray(saved.conversation)) return;
-  for (const turn of saved.conversation) {
-    if (typeof turn?.content !== "string" || !["user", "assistant"].includes(turn.role)) return;
-  }
+  if (!saved || !Array.isArray(saved.conversation) || !saved.conversation.every(isTurn)) return;
   conversation.push(...saved.conversation);
   let lastUser = null;
+  const calls = new Map(); // tool call id -> its section, for the results that follow
   for (const turn of conversation) {
+    if (turn.role === "tool") {
+      const view = calls.get(turn.tool_call_id);
+      if (view) showToolResult(view, { content: turn.content, error: turn.content.startsWith(ERROR_PREFIX) });
+      continue;
+    }
     const item = addMessage(turn.role, turn.content);
     if (turn.role === "user") lastUser = { turn, item };
+    for (const call of turn.tool_calls ?? []) {
+      const view = addToolCall(item, call.function.name);
+      showToolInput(view, parsedCall(call.function.name, call.function.arguments));
+      calls.set(call.id, view);
+    }
   }
+  // An answer was being written: to the user's turn, or to the results of tool calls.
   const pending = saved.pending;
-  if (pending && typeof pending.streamId === "string" && lastUser && conversation.at(-1) === lastUser.turn) {
+  if (pending && typeof pending.streamId === "string" && lastUser && ["user", "tool"].includes(conversation.at(-1).role)) {
     const assistantItem = addMessage("assistant", "");
     turnOf.set(assistantItem, { turn: lastUser.turn, userItem: lastUser.item });
-    answer(assistantItem, { streamId: pending.streamId, lastEventId: "0" });
+    const round = Number.isSafeInteger(pending.round) ? pending.round : 0;
+    answer(assistantItem, { resume: { streamId: pending.streamId, lastEventId: "0" }, round });
+  }
+}
+
+/** A turn as this page saves it: what it sends, nothing else. */
+function isTurn(turn) {
+  const isText = (value) => typeof value === "string";
+  switch (turn?.role) {
+    case "user":
+      return isText(turn.content);
+    case "assistant":
+      return isText(turn.content) && (turn.tool_calls === undefined || (Array.isArray(turn.tool_calls) && turn.tool_calls.every(
+        (call) => isText(call?.id) && isText(call.function?.name) && isText(call.function.arguments))));
+    case "tool":
+      return isText(turn.tool_call_id) && isText(turn.content);
+    default:
+      return false;
   }
 }
 
 /** Streams the answer to the conversation as it is into `item` (also used by Retry);
- * with `resume`, reads an answer already being made instead of asking for a new one. */
-async function answer(item, resume = null) {
+ * with `resume`, reads an answer already being made instead of asking for a new one.
+ * `round` counts the automatic requests with tool results since the user's message. */
+async function answer(item, { resume = null, round = Number(item.dataset.round ?? 0) } = {}) {
   clearRetries();
   const controller = new AbortController();
   active = { controller };
@@ -216,16 +337,27 @@ async function answer(item, resume = null) {
   const text = document.createTextNode("");
   content.replaceChildren(text);
   item.querySelector(".thinking")?.remove(); // a retry thinks again
+  item.querySelector(".tool-calls")?.remove(); // and calls again
+  item.classList.remove("has-tools");
   let thinking = null; // the text node of this answer's "thinking" section, once it has one
+  const calls = new Map(); // a call's index (from the stream) -> its section's parts
   item.dataset.state = "waiting";
+  item.dataset.round = String(round);
   delete item.dataset.outcome;
+  const streaming = () => {
+    if (item.dataset.state === "reconnecting") {
+      item.querySelector(".notice.reconnecting")?.remove();
+      statusLine.textContent = "The assistant is answering.";
+    }
+    item.dataset.state = "streaming";
+  };
 
   const outcome = await streamChat(conversation.slice(), {
     signal: controller.signal,
     headers: authHeaders(),
     // Thinking models spend reasoning from the answer's budget: "low" keeps the thinking
     // visible and short, so the answer fits (README, "Reasoning").
-    extra: { reasoning_effort: REASONING_EFFORT },
+    extra: { reasoning_effort: REASONING_EFFORT, tools: TOOL_DEFINITIONS },
     resumable: true,
     resume,
     onMeta: (meta) => {
@@ -233,7 +365,7 @@ async function answer(item, resume = null) {
       modelLine.textContent = meta.model;
     },
     onStream: ({ streamId }) => {
-      if (item.dataset.streamId !== streamId) save({ streamId });
+      if (item.dataset.streamId !== streamId) save({ streamId, round });
       item.dataset.streamId = streamId;
     },
     onReconnecting: () => {
@@ -245,17 +377,24 @@ async function answer(item, resume = null) {
     },
     onDelta: (piece) => {
       const follow = nearEnd();
-      if (item.dataset.state === "reconnecting") {
-        item.querySelector(".notice.reconnecting")?.remove();
-        statusLine.textContent = "The assistant is answering.";
-      }
-      item.dataset.state = "streaming";
+      streaming();
       text.appendData(piece); // a text node: markup in model output stays text
       if (follow) scrollToEnd(true);
     },
     onReasoning: (piece) => {
       thinking ??= addThinking(item);
       thinking.appendData(piece); // text, never HTML, as the answer
+    },
+    onToolCallStart: ({ index, name }) => {
+      streaming();
+      calls.set(index, addToolCall(item, name));
+    },
+    onToolCallDelta: ({ index, arguments: fragment }) => {
+      calls.get(index)?.argumentsText.appendData(fragment); // text, as the answer
+    },
+    onToolCall: (call) => {
+      if (!calls.has(call.index)) calls.set(call.index, addToolCall(item, call.name));
+      showToolInput(calls.get(call.index), call);
     },
   });
 
@@ -264,14 +403,24 @@ async function answer(item, resume = null) {
   if (outcome.resumed) item.dataset.resumed = String(outcome.resumed);
   item.dataset.state = "settled";
   item.dataset.outcome = outcome.kind;
-  setStreaming(false);
-  settle(item, outcome);
+  const next = settle(item, outcome, calls, round);
   save();
+  if (next) {
+    // The results go back at once, in a new answer: Send stays disabled meanwhile.
+    turnOf.set(next, turnOf.get(item));
+    return answer(next, { round: round + 1 });
+  }
+  setStreaming(false);
   if (document.activeElement === document.body || document.activeElement === stopButton) input.focus();
 }
 
-function settle(item, outcome) {
+/** Ends an answer on screen and in the conversation. Returns the item of the next answer
+ * when the model's tool calls ran and their results must be sent, else null. */
+function settle(item, outcome, calls, round) {
   const requestId = outcome.requestId;
+  const askedForTools = outcome.kind === "complete" && outcome.done?.finish_reason === "tool_calls" && outcome.toolCalls.length > 0;
+  if (askedForTools) return runTools(item, outcome, calls, round);
+  markNotRun(calls); // a stopped or failed answer never runs its calls
   switch (outcome.kind) {
     case "complete":
       if (outcome.text.trim()) {
@@ -307,6 +456,31 @@ function settle(item, outcome) {
     default:
       throw new Error(`unknown outcome ${outcome.kind}`);
   }
+  return null;
+}
+
+/** Runs the calls of a complete answer that asked for them, shows each result in its
+ * call's section, and adds the answer and the results to the conversation. Returns the
+ * item of the answer to come, or null past MAX_TOOL_ROUNDS. */
+function runTools(item, outcome, calls, round) {
+  if (round >= MAX_TOOL_ROUNDS) {
+    markNotRun(calls);
+    const message = `The model asked for tools again after ${MAX_TOOL_ROUNDS} rounds of tool results; the page stopped there.`;
+    showNotice(item, message, { requestId: outcome.requestId });
+    statusLine.textContent = message;
+    return null;
+  }
+  const results = outcome.toolCalls.map((call) => {
+    const result = runToolCall(call);
+    showToolResult(calls.get(call.index), result);
+    return { role: "tool", tool_call_id: call.id, content: result.content };
+  });
+  conversation.push({
+    role: "assistant",
+    content: outcome.text,
+    tool_calls: outcome.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
+  }, ...results);
+  return addMessage("assistant", "");
 }
 
 /** A non-200 answer: the Worker refused or could not start the turn. */

@@ -6,6 +6,10 @@
 //     onMeta: (meta) => {},                 // {request_id, model}
 //     onDelta: (text, all) => {},           // each piece of answer text, and the text so far
 //     onReasoning: (text) => {},
+//     onToolCallStart: (start) => {},        // {index, id, name}: a tool call begins
+//     onToolCallDelta: (delta) => {},        // {index, arguments}: a fragment of its arguments
+//     onToolCall: (call) => {},              // {index, id, name, arguments, input} when whole,
+//                                            // or input null and input_error (not a JSON object)
 //     onPing: () => {},
 //   });
 //
@@ -18,7 +22,10 @@
 //   {kind: "truncated", text, chunks, requestId}                    the body ended (or broke)
 //                                                                   with no terminal event
 //   {kind: "cancelled", text, chunks, requestId}                    the signal aborted it
-// Every outcome also has `streamId` (null unless resumable) and `resumed` (reconnections).
+// Every outcome also has `streamId` (null unless resumable), `resumed` (reconnections) and
+// `toolCalls`, the calls that arrived whole (as onToolCall had them). A complete answer
+// that asks for them to be run has `done.finish_reason === "tool_calls"`; only then are
+// they meant to be run (a stopped or cut-off answer's calls may be incomplete).
 //
 // Resumable answers (docs/protocol.md, "Resumable answers"): with `resumable: true` the
 // answer is made on the server whoever reads it. When the connection drops, streamChat
@@ -162,15 +169,18 @@ export async function streamChat(messages, options = {}) {
     onMeta = () => {},
     onDelta = () => {},
     onReasoning = () => {},
+    onToolCallStart = () => {},
+    onToolCallDelta = () => {},
+    onToolCall = () => {},
     onPing = () => {},
     onReconnecting = () => {},
     onStream = () => {},
   } = options;
 
-  const state = { text: "", chunks: 0, requestId: null, model: null, streamId: resume?.streamId ?? null, resumed: 0 };
+  const state = { text: "", chunks: 0, requestId: null, model: null, streamId: resume?.streamId ?? null, resumed: 0, toolCalls: [] };
   const ending = (kind, fields = {}) => ({
     kind, text: state.text, chunks: state.chunks, requestId: state.requestId,
-    streamId: state.streamId, resumed: state.resumed, ...fields,
+    streamId: state.streamId, resumed: state.resumed, toolCalls: state.toolCalls.slice(), ...fields,
   });
   const aborted = () => Boolean(signal && signal.aborted);
   const assembler = new EventAssembler(resume ? String(resume.lastEventId ?? "0") : "");
@@ -209,7 +219,8 @@ export async function streamChat(messages, options = {}) {
     return fetch(`${streamsUrl}/${encodeURIComponent(state.streamId)}`, { headers: again, signal: connection.signal, cache: "no-store", ...init });
   };
 
-  let outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted });
+  const reading = { maxLineLength, onMeta, onDelta, onReasoning, onToolCallStart, onToolCallDelta, onToolCall, onPing, onStream, aborted };
+  let outcome = await readOnce(await attempt(open), state, ending, assembler, reading);
   let failures = 0;
   while (outcome.kind === "truncated" && !outcome.gone && state.streamId !== null && (resumable || resume) && failures < reconnectDelays.length) {
     const progress = assembler.lastEventId;
@@ -218,7 +229,7 @@ export async function streamChat(messages, options = {}) {
     failures += 1;
     state.resumed += 1;
     onReconnecting(state.resumed);
-    outcome = await readOnce(await attempt(open), state, ending, assembler, { signal, maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted, reconnecting: true });
+    outcome = await readOnce(await attempt(open), state, ending, assembler, { ...reading, reconnecting: true });
     if (assembler.lastEventId !== progress) failures = 0; // it got further: count afresh
   }
   connection.abort(); // whatever is left of the connection (a no-op once it has ended)
@@ -232,6 +243,20 @@ function sleep(ms, signal) {
   });
 }
 
+const isIndex = (value) => Number.isSafeInteger(value) && value >= 0;
+
+/** A `tool_call` event's call, or null when a field is missing or of the wrong type. The
+ * input is the parsed arguments, a JSON object; when they are not one, `input` is null and
+ * `input_error` says why. */
+function toolCallOf(data) {
+  if (!isIndex(data.index) || typeof data.id !== "string" || typeof data.name !== "string" || typeof data.arguments !== "string") return null;
+  const call = { index: data.index, id: data.id, name: data.name, arguments: data.arguments, input: null };
+  const isObject = data.input !== null && typeof data.input === "object" && !Array.isArray(data.input);
+  if (isObject && data.input_error === undefined) call.input = data.input;
+  else call.input_error = typeof data.input_error === "string" ? data.input_error : "The arguments are not a JSON object.";
+  return call;
+}
+
 /** The response of `open()`, or the error it failed with. */
 async function attempt(open) {
   try {
@@ -243,7 +268,7 @@ async function attempt(open) {
 
 /** Reads one response's events into `state`; resolves to the outcome of that response. */
 async function readOnce({ response, error }, state, ending, assembler, options) {
-  const { maxLineLength, onMeta, onDelta, onReasoning, onPing, onStream, aborted, reconnecting = false } = options;
+  const { maxLineLength, onMeta, onDelta, onReasoning, onToolCallStart, onToolCallDelta, onToolCall, onPing, onStream, aborted, reconnecting = false } = options;
   if (error !== undefined) {
     if (aborted()) return ending("cancelled");
     // A reconnection that cannot reach the server is a drop that lasts: try again.
@@ -292,6 +317,24 @@ async function readOnce({ response, error }, state, ending, assembler, options) 
       case "reasoning":
         if (typeof data.text === "string") onReasoning(data.text);
         return null;
+      // Tool calls (docs/protocol.md): a start, fragments of the arguments, then the whole
+      // call. A field of the wrong type makes the event one this client cannot use, so it
+      // is skipped, as a delta without text is; nothing is passed on after Stop.
+      case "tool_call_start":
+        if (!isIndex(data.index) || typeof data.id !== "string" || typeof data.name !== "string" || aborted()) return null;
+        onToolCallStart({ index: data.index, id: data.id, name: data.name });
+        return null;
+      case "tool_call_delta":
+        if (!isIndex(data.index) || typeof data.arguments !== "string" || aborted()) return null;
+        onToolCallDelta({ index: data.index, arguments: data.arguments });
+        return null;
+      case "tool_call": {
+        const call = toolCallOf(data);
+        if (call === null || aborted()) return null;
+        state.toolCalls.push(call);
+        onToolCall(call);
+        return null;
+      }
       case "done":
         return ending("complete", { model: state.model, done: data });
       case "error":

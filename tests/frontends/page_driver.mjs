@@ -82,6 +82,33 @@ async function recordGrowth(page) {
   });
 }
 
+// Every assistant answer on the page with its tool-call sections, as the DOM has them.
+async function assistantBubbles(page) {
+  return page.evaluate(() => [...document.querySelectorAll("li.message.assistant")].map((item) => {
+    const content = item.querySelector(".content");
+    return {
+      outcome: item.dataset.outcome ?? null,
+      text: content.textContent,
+      textShown: getComputedStyle(content).display !== "none",
+      notice: item.querySelector(".notice-text")?.textContent ?? null,
+      retry: item.querySelector("button.retry") !== null,
+      calls: [...item.querySelectorAll("details.tool-call")].map((section) => {
+        const result = section.querySelector(".tool-result");
+        return {
+          open: section.open,
+          name: section.querySelector(".tool-name").textContent,
+          status: section.querySelector(".tool-status").textContent,
+          arguments: section.querySelector(".tool-arguments").textContent,
+          inputError: section.querySelector(".tool-input-error")?.textContent ?? null,
+          result: result?.textContent ?? null,
+          resultIsError: result ? result.classList.contains("error") : null,
+          elementsInText: section.querySelectorAll(".tool-name *, .tool-arguments *, .tool-input-error *, .tool-result *").length,
+        };
+      }),
+    };
+  }));
+}
+
 function chatBodies(page) {
   const bodies = [];
   page.on("request", (request) => {
@@ -296,6 +323,54 @@ const scenarios = {
     report.elementsInside = await section.locator(".thinking-text *").count();
     report.pwned = await page.evaluate(() => window.__pwned);
     report.orderInItem = await lastAnswer(page).evaluate((item) => [...item.children].map((child) => child.className));
+  },
+
+  /** The built-in tool's whole loop with the emulator: the model calls current_time, the
+   * page runs it, sends the result back and shows the answer to it; then a reload. */
+  async tool_loop(page, report) {
+    const bodies = chatBodies(page);
+    await ask(page, "What is the current time in UTC?");
+    await page.waitForFunction(() => document.querySelectorAll("li.message.assistant").length >= 2, null, { timeout: STEP_MS });
+    await waitSettled(page);
+    report.bubbles = await assistantBubbles(page);
+    const section = page.locator("details.tool-call").first();
+    report.resultVisibleCollapsed = await section.locator(".tool-result").isVisible();
+    await section.locator("summary").click();
+    report.resultVisibleOpen = await section.locator(".tool-result").isVisible();
+    report.userMessages = await page.locator("li.message.user").count();
+    report.bodies = bodies;
+    report.sendDisabled = await page.getByRole("button", { name: "Send" }).isDisabled();
+    report.saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")));
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.afterReload = await assistantBubbles(page);
+    report.bodiesAfterReload = bodies.length;
+  },
+
+  /** A scripted model whose tool calls carry markup (name and arguments, streamed slowly)
+   * and bad input, and who calls again after every result, up to the page's bound. */
+  async tool_markup(page, report) {
+    const bodies = chatBodies(page);
+    await page.evaluate(() => {
+      window.__pwned = 0;
+      // Every text the first call's arguments showed, to see them grow while they stream.
+      window.__arguments = [];
+      new MutationObserver(() => {
+        const shown = document.querySelector("details.tool-call .tool-arguments")?.textContent;
+        if (shown !== undefined && shown !== window.__arguments.at(-1)) window.__arguments.push(shown);
+      }).observe(document.getElementById("messages"), { subtree: true, childList: true, characterData: true });
+    });
+    await ask(page, "Show me what you can call.");
+    await page.waitForFunction(() => document.querySelectorAll("li.message.assistant").length >= 6, null, { timeout: STEP_MS });
+    await waitSettled(page);
+    report.bubbles = await assistantBubbles(page);
+    report.argumentsSeen = await page.evaluate(() => window.__arguments);
+    report.images = await page.locator("#messages img").count();
+    report.bold = await page.locator("#messages b").count();
+    report.pwned = await page.evaluate(() => window.__pwned);
+    report.bodies = bodies;
+    report.saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")));
+    report.sendDisabled = await page.getByRole("button", { name: "Send" }).isDisabled();
   },
 
   /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */

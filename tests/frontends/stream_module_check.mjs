@@ -28,11 +28,38 @@ const MIXED_BODY =
   event("delta", { text: "🚀 line\u2028sep\nnext", p: "" }, "\r\n") +
   "retry: 10\nid: 7\n" + event("done", { finish_reason: "stop", usage: null, chunks: 2, chars: 21, skipped: 0 });
 
+// Two tool calls (one whose arguments are not JSON), with events of the right type but
+// wrong fields in between, which are skipped; sent 7 bytes at a time (cuts inside lines and
+// inside the 4-byte character).
+const TOOLS_BODY =
+  event("meta", { request_id: "r-5", model: "m" }) +
+  event("delta", { text: "Checking.", p: "" }) +
+  event("tool_call_start", { index: 0, id: "call_1", name: "current_time", p: "xy" }) +
+  event("tool_call_delta", { index: 0, arguments: "{\"timezone\":", p: "" }) +
+  event("tool_call_delta", { index: 0, arguments: 7, p: "" }) +
+  event("tool_call_delta", { index: 0, arguments: "\"UTC\"}", p: "" }) +
+  event("tool_call", { index: 0, id: "call_1", name: "current_time", arguments: "{\"timezone\":\"UTC\"}", input: { timezone: "UTC" } }) +
+  event("tool_call_start", { index: -1, id: "call_x", name: "nope", p: "" }) +
+  event("tool_call_start", { index: 1, id: "call_2", name: "current_time", p: "" }) +
+  event("tool_call_delta", { index: 1, arguments: "{\"timezone\": 🕰", p: "" }) +
+  event("tool_call", { index: 1, id: "call_2", name: "current_time", arguments: "{\"timezone\": 🕰", input: null, input_error: "Expecting value" }) +
+  event("tool_call", { index: 2, id: "call_3", name: 5, arguments: "{}", input: {} }) +
+  event("done", { finish_reason: "tool_calls", usage: null, chunks: 1, chars: 9, skipped: 0, tool_calls: 2 });
+
 const routes = {
   async "/mixed"(response) {
     response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
     for (const byte of encoder.encode(MIXED_BODY)) {
       response.write(Uint8Array.of(byte));
+      await sleep(0);
+    }
+    response.end();
+  },
+  async "/tools"(response) {
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    const body = encoder.encode(TOOLS_BODY);
+    for (let start = 0; start < body.length; start += 7) {
+      response.write(body.slice(start, start + 7));
       await sleep(0);
     }
     response.end();
@@ -108,7 +135,7 @@ const bodyOf = (request) => new Promise((resolve) => {
 });
 
 async function observe(url, options = {}) {
-  const seen = { deltas: [], metas: [], reasoning: [], pings: 0, reconnecting: [] };
+  const seen = { deltas: [], metas: [], reasoning: [], pings: 0, reconnecting: [], toolStarts: [], toolDeltas: [], toolCalls: [] };
   const outcome = await streamChat([{ role: "user", content: options.question ?? "hi" }], {
     url,
     signal: options.signal,
@@ -116,6 +143,9 @@ async function observe(url, options = {}) {
     onDelta: (text) => seen.deltas.push(text),
     onReasoning: (text) => seen.reasoning.push(text),
     onPing: () => { seen.pings += 1; },
+    onToolCallStart: (start) => seen.toolStarts.push(start),
+    onToolCallDelta: (delta) => seen.toolDeltas.push(delta),
+    onToolCall: (call) => seen.toolCalls.push(call),
     resumable: options.resumable,
     reconnectDelays: [10, 10],
     onReconnecting: (attempt) => seen.reconnecting.push(attempt),
@@ -138,6 +168,7 @@ async function main() {
     results.worker = await observe(workerUrl + "/api/chat", { question });
     results.mixed = await observe(base + "/mixed");
     results.cut = await observe(base + "/cut");
+    results.tools = await observe(base + "/tools");
     const controller = new AbortController();
     const stopping = observe(base + "/hang", { signal: controller.signal });
     await sleep(300);

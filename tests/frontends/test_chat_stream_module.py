@@ -53,6 +53,20 @@ def test_byte_by_byte_delivery_any_line_end_comments_and_unknown_events_are_read
     assert mixed["seen"]["reasoning"] == ["thinking"] and mixed["seen"]["pings"] == 1
 
 
+def test_tool_call_events_reach_their_callbacks_and_the_outcome_lists_the_whole_calls(results):
+    tools = results["tools"]
+    assert tools["kind"] == "complete" and tools["text"] == "Checking."
+    assert tools["done"]["finish_reason"] == "tool_calls" and tools["done"]["tool_calls"] == 2
+    seen = tools["seen"]
+    assert seen["toolStarts"] == [{"index": 0, "id": "call_1", "name": "current_time"}, {"index": 1, "id": "call_2", "name": "current_time"}]
+    assert seen["toolDeltas"] == [
+        {"index": 0, "arguments": '{"timezone":'}, {"index": 0, "arguments": '"UTC"}'}, {"index": 1, "arguments": '{"timezone": 🕰'},
+    ], "a fragment that is not text is skipped"
+    whole = {"index": 0, "id": "call_1", "name": "current_time", "arguments": '{"timezone":"UTC"}', "input": {"timezone": "UTC"}}
+    broken = {"index": 1, "id": "call_2", "name": "current_time", "arguments": '{"timezone": 🕰', "input": None, "input_error": "Expecting value"}
+    assert seen["toolCalls"] == tools["toolCalls"] == [whole, broken], "a call with a name that is not text is skipped"
+
+
 def test_a_body_that_ends_without_a_terminal_event_is_truncated_with_the_text_so_far(results):
     cut = results["cut"]
     assert (cut["kind"], cut["text"], cut["chunks"], cut["requestId"]) == ("truncated", "half an", 1, "r-2")

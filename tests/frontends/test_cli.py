@@ -19,12 +19,15 @@ import pytest
 
 from tests.frontends.conftest import CLI, ROOT, run_cli
 from tests.frontends.upstreams import (
+    CURRENT_TIME,
     FAILING,
+    GENERATED,
     MAX_MESSAGES,
     RATE_LIMITED,
     SLOW_ANSWER,
     SLOW_ANSWER_CHUNKS,
     STORY,
+    TOOL_QUESTION,
     expected_answer,
 )
 from tests.runtime.harness import free_port
@@ -289,3 +292,65 @@ def test_resume_with_cancel_after_stops_the_answer_on_the_server(start_runtime):
 def test_resume_and_raw_cannot_go_together():
     result = run_cli("--url", "http://127.0.0.1:9", "--resume", "--raw", QUESTION)
     assert result.exit_code == 2 and "not allowed with" in result.stderr
+
+
+# --- tool calls ---------------------------------------------------------------------------
+
+
+def write_tools(tmp_path, tools: object) -> str:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))
+    return str(path)
+
+
+def test_tools_from_a_file_are_offered_and_each_call_is_printed_as_one_json_line(start_runtime, tmp_path):
+    runtime = start_runtime(GENERATED)
+    mark = len(runtime.lines)
+    result = run_cli("--url", runtime.url, "--tools", write_tools(tmp_path, [CURRENT_TIME]), TOOL_QUESTION)
+    assert result.exit_code == 0, result.stderr
+    [line] = result.stdout.split("\n")[:-1]  # the model only calls the tool: no text
+    call = json.loads(line)["tool_call"]
+    assert call == {"id": call["id"], "name": "current_time", "arguments": call["arguments"], "input": {"timezone": "UTC"}}
+    assert json.loads(call["arguments"]) == {"timezone": "UTC"} and call["id"]
+    assert result.status == "complete chunks=0 chars=0 tool_calls=1"
+    assert runtime.wait_for_record("ai_run", since=mark)["tools"] == ["current_time"]
+
+
+def test_a_history_with_a_call_and_its_result_is_sent_with_the_ids_as_they_are(start_runtime, tmp_path):
+    runtime = start_runtime(GENERATED)
+    mark = len(runtime.lines)
+    call = {"id": "call_from_before", "type": "function", "function": {"name": "current_time", "arguments": '{"timezone":"UTC"}'}}
+    history = tmp_path / "history.json"
+    history.write_text(json.dumps([
+        {"role": "user", "content": TOOL_QUESTION},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_from_before", "content": "12:00"},
+    ]))
+    result = run_cli("--url", runtime.url, "--history", str(history), "--tools", write_tools(tmp_path, [CURRENT_TIME]), "Thanks!")
+    assert result.exit_code == 0 and result.stdout.strip(), result.stderr
+    assert '{"tool_call":' not in result.stdout and "tool_calls=" not in result.status
+    assert runtime.wait_for_record("ai_run", since=mark)["history"][-4:] == [
+        {"role": "user"}, {"role": "assistant", "tool_calls": [{"id": "call_from_before", "name": "current_time"}]},
+        {"role": "tool", "tool_call_id": "call_from_before"}, {"role": "user"},
+    ]
+
+
+@pytest.mark.parametrize("content", [
+    pytest.param("not json", id="not-json"),
+    pytest.param(json.dumps({"type": "function", "function": {"name": "a"}}), id="one-tool-not-a-list"),
+    pytest.param(json.dumps([{"name": "current_time"}]), id="not-openai-shaped"),
+])
+def test_a_bad_tools_file_is_a_usage_error_before_any_request(tmp_path, content):
+    path = tmp_path / "tools.json"
+    path.write_text(content)
+    # Port 9 has no listener: a request would end as connection_failed (exit 4), not 2.
+    result = run_cli("--url", "http://127.0.0.1:9", "--tools", str(path), QUESTION)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"chat_cli: --tools {path}: "), result.stderr
+    missing = run_cli("--url", "http://127.0.0.1:9", "--tools", str(tmp_path / "missing.json"), QUESTION)
+    assert missing.exit_code == 2 and "No such file" in missing.stderr
+
+
+def test_tools_and_raw_cannot_go_together(tmp_path):
+    result = run_cli("--url", "http://127.0.0.1:9", "--raw", "--tools", write_tools(tmp_path, [CURRENT_TIME]), QUESTION)
+    assert result.exit_code == 2 and "--tools: not allowed with --raw" in result.stderr

@@ -6,19 +6,31 @@ tests below each assert on one scenario's report and on the runtime's log lines.
 
 from __future__ import annotations
 
+import json
+import re
 import struct
 import time
 
 import httpx
 
 from tests.frontends.upstreams import (
+    BAD_ARGUMENTS,
+    CURRENT_TIME,
     FAILING,
+    GENERATED,
+    MARKUP_ARGUMENTS,
+    MARKUP_CALLS,
+    MARKUP_NOTE,
+    MARKUP_TOOL,
+    NO_SUCH_ZONE,
     RATE_LIMITED,
     SLOW_ANSWER,
     STEP_MS,
     THINKING,
     THOUGHT,
     TOKEN,
+    TOOL_QUESTION,
+    TOOL_TEXT,
     expected_answer,
 )
 from tests.runtime.harness import ROOT
@@ -32,11 +44,122 @@ SLOW_SCENARIOS = ("answer", "markup", "cut_off", "too_long", "phone", "resume_dr
 # in tests/runtime/test_resumable.py.
 STOP_SCENARIOS = ("stop",)
 FIRST_QUESTION = "How does the answer reach this page?\nBriefly, please."
+# Every request's fields besides its messages.
+BODY = {"reasoning_effort": "low", "resumable": True, "tools": [CURRENT_TIME]}
 SESSION_STARTED = time.time()
 
 
 def slow_run(run_pages):
     return run_pages(SLOW_ANSWER, SLOW_SCENARIOS, SCREENSHOT)
+
+
+# --- tool calls: the built-in tool's whole loop, with the emulator ------------------------
+# (first in this file: test_cli.py's last tests leave this runtime running)
+
+
+def tool_loop(run_pages):
+    return run_pages(GENERATED, ("tool_loop",)).report("tool_loop")
+
+
+def test_the_model_calls_the_built_in_tool_the_page_runs_it_and_the_answer_uses_the_result(run_pages):
+    report = tool_loop(run_pages)
+    calling, answering = report["bubbles"]
+    assert report["userMessages"] == 1 and calling["outcome"] == answering["outcome"] == "complete"
+    [call] = calling["calls"]
+    assert call["name"] == "current_time" and call["open"] is False
+    assert call["arguments"] == json.dumps({"timezone": "UTC"}, indent=2), "the parsed input, pretty-printed"
+    assert call["inputError"] is None and call["resultIsError"] is False and call["status"] == "result sent back"
+    result = json.loads(call["result"])
+    assert result["timezone"] == "UTC" and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00", result["time"]), result
+    assert (calling["text"], calling["textShown"], calling["notice"]) == ("", False, None), "no empty bubble, no warning"
+    assert answering["text"].startswith("Tool result: " + call["result"][:60]), "the result reached the model"
+    assert answering["calls"] == [] and answering["notice"] is None
+    assert report["resultVisibleCollapsed"] is False and report["resultVisibleOpen"] is True
+    assert report["sendDisabled"] is False
+
+
+def test_the_tool_result_goes_back_in_the_next_request_and_the_history_is_what_was_sent(run_pages):
+    run = run_pages(GENERATED, ("tool_loop",))
+    report = run.report("tool_loop")
+    first, second = report["bodies"]
+    user = {"role": "user", "content": TOOL_QUESTION}
+    assert first == {**BODY, "messages": [user]}, "the tool is offered with every request"
+    assistant, tool = second["messages"][1:]
+    [call] = assistant["tool_calls"]
+    assert second == {**BODY, "messages": [user, {"role": "assistant", "content": "", "tool_calls": [
+        {"id": call["id"], "type": "function", "function": {"name": "current_time", "arguments": call["function"]["arguments"]}},
+    ]}, {"role": "tool", "tool_call_id": call["id"], "content": report["bubbles"][0]["calls"][0]["result"]}]}
+    assert json.loads(call["function"]["arguments"]) == {"timezone": "UTC"} and call["id"], "the model's id, kept"
+    runs = [r for r in run.runtime.records(run.mark) if r["event"] == "ai_run" and r.get("tools") == ["current_time"]]
+    assert runs[-1]["history"][-3:] == [{"role": "user"}, {"role": "assistant", "tool_calls": [{"id": call["id"], "name": "current_time"}]},
+                                        {"role": "tool", "tool_call_id": call["id"]}], "the id reached the model as it came"
+    final = {"role": "assistant", "content": report["bubbles"][1]["text"]}
+    assert report["saved"] == {"conversation": [*second["messages"], final], "pending": None}
+
+
+def test_after_a_reload_the_calls_and_their_results_are_shown_again_from_the_history(run_pages):
+    report = tool_loop(run_pages)
+    assert report["afterReload"] == [{**bubble, "outcome": None} for bubble in report["bubbles"]]
+    assert report["bodiesAfterReload"] == 2, "a settled loop is not sent again"
+
+
+# --- tool calls: markup, bad input, unknown tools and the bound on rounds ----------------
+
+
+def tool_markup(run_pages):
+    return run_pages(MARKUP_CALLS, ("tool_markup",)).report("tool_markup")
+
+
+def test_a_tool_calls_name_and_arguments_are_shown_as_text_and_never_run_as_html(run_pages):
+    report = tool_markup(run_pages)
+    first = report["bubbles"][0]
+    markup = first["calls"][0]
+    assert first["text"] == TOOL_TEXT and first["textShown"] is True
+    assert markup["name"] == MARKUP_TOOL and markup["arguments"] == json.dumps({"note": MARKUP_NOTE}, indent=2)
+    assert (report["images"], report["bold"], report["pwned"]) == (0, 0, 0)
+    assert [call["elementsInText"] for call in first["calls"]] == [0, 0, 0]
+
+
+def test_a_calls_arguments_grow_on_screen_as_their_fragments_arrive(run_pages):
+    seen = tool_markup(run_pages)["argumentsSeen"]
+    assert MARKUP_ARGUMENTS[:20] in seen and MARKUP_ARGUMENTS[:40] in seen, seen
+    assert seen.index(MARKUP_ARGUMENTS[:20]) < seen.index(MARKUP_ARGUMENTS[:40]) < seen.index(json.dumps({"note": MARKUP_NOTE}, indent=2))
+
+
+def test_an_unknown_tool_arguments_that_are_not_json_or_an_unknown_zone_get_an_error_result_sent_back(run_pages):
+    report = tool_markup(run_pages)
+    markup, bad, mars = report["bubbles"][0]["calls"]
+    assert markup["resultIsError"] is True and markup["result"].startswith("Error: there is no tool named ")
+    assert markup["status"] == "error sent back"
+    assert bad["name"] == "current_time" and bad["arguments"] == BAD_ARGUMENTS, "invalid arguments are shown raw"
+    assert bad["inputError"] and bad["inputError"].startswith("Input error: ")
+    assert bad["resultIsError"] is True and bad["result"].startswith("Error: invalid arguments (")
+    assert mars["arguments"] == json.dumps(json.loads(NO_SUCH_ZONE), indent=2) and mars["inputError"] is None
+    assert mars["resultIsError"] is True and mars["result"].startswith('Error: unknown time zone "Mars/Olympus_Mons"')
+    assistant, *results = report["bodies"][1]["messages"][1:]
+    assert assistant == {"role": "assistant", "content": TOOL_TEXT, "tool_calls": [
+        {"id": "call_markup", "type": "function", "function": {"name": MARKUP_TOOL, "arguments": MARKUP_ARGUMENTS}},
+        {"id": "call_bad", "type": "function", "function": {"name": "current_time", "arguments": BAD_ARGUMENTS}},
+        {"id": "call_mars", "type": "function", "function": {"name": "current_time", "arguments": NO_SUCH_ZONE}},
+    ]}
+    assert results == [
+        {"role": "tool", "tool_call_id": "call_markup", "content": markup["result"]},
+        {"role": "tool", "tool_call_id": "call_bad", "content": bad["result"]},
+        {"role": "tool", "tool_call_id": "call_mars", "content": mars["result"]},
+    ]
+
+
+def test_a_model_that_keeps_calling_tools_is_stopped_after_five_automatic_rounds(run_pages):
+    report = tool_markup(run_pages)
+    bodies, bubbles = report["bodies"], report["bubbles"]
+    assert len(bodies) == 6 and len(bubbles) == 6, "the user's request and five automatic ones"
+    assert [len(body["messages"]) for body in bodies] == [1 + 4 * round_ for round_ in range(6)]
+    assert all(body["tools"] == [CURRENT_TIME] for body in bodies)
+    last = bubbles[-1]
+    assert last["outcome"] == "complete" and "after 5 rounds" in last["notice"] and last["retry"] is False
+    assert [call["status"] for call in last["calls"]] == ["not run"] * 3 and all(call["result"] is None for call in last["calls"])
+    assert report["saved"]["conversation"] == bodies[-1]["messages"], "calls that were not run are not in the history"
+    assert report["sendDisabled"] is False
 
 
 # --- a stream that fails -----------------------------------------------------------------
@@ -103,13 +226,13 @@ def test_enter_sends_and_shift_enter_adds_a_newline(run_pages):
     report = slow_run(run_pages).report("answer")
     assert report["inputBeforeSend"] == FIRST_QUESTION
     assert report["firstUserText"] == FIRST_QUESTION
-    assert report["bodies"][0] == {"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": FIRST_QUESTION}]}
+    assert report["bodies"][0] == {**BODY, "messages": [{"role": "user", "content": FIRST_QUESTION}]}
 
 
 def test_the_conversation_so_far_is_sent_with_the_next_turn(run_pages):
     report = slow_run(run_pages).report("answer")
     second = "And if I press Stop?"
-    assert report["bodies"][1] == {"reasoning_effort": "low", "resumable": True, "messages": [
+    assert report["bodies"][1] == {**BODY, "messages": [
         {"role": "user", "content": FIRST_QUESTION},
         {"role": "assistant", "content": expected_answer(FIRST_QUESTION)},
         {"role": "user", "content": second},
@@ -154,7 +277,7 @@ def test_retry_after_stop_resends_the_same_turn_and_completes(run_pages):
     report = run_pages(SLOW_ANSWER, STOP_SCENARIOS).report("stop")
     assert report["retried"]["outcome"] == "complete"
     assert report["retried"]["text"] == expected_answer("Tell me a long story.")
-    assert report["bodies"] == [{"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": "Tell me a long story."}]}] * 2
+    assert report["bodies"] == [{**BODY, "messages": [{"role": "user", "content": "Tell me a long story."}]}] * 2
     assert report["assistantMessages"] == 1, "Retry reuses the answer's place"
 
 
@@ -177,7 +300,7 @@ def test_a_stream_without_a_terminal_event_says_the_answer_was_cut_off_and_retry
     retried = report["retried"]
     assert retried["outcome"] == "complete" and retried["notice"] is None
     assert retried["text"] == expected_answer("Will this arrive whole?")
-    assert report["bodies"][0] == report["bodies"][1] == {"reasoning_effort": "low", "resumable": True, "messages": [{"role": "user", "content": "Will this arrive whole?"}]}
+    assert report["bodies"][0] == report["bodies"][1] == {**BODY, "messages": [{"role": "user", "content": "Will this arrive whole?"}]}
     assert report["resumeAttempts"] == 4, "it tried to resume before calling the answer cut off"
 
 
@@ -261,3 +384,4 @@ def test_reasoning_is_a_collapsed_thinking_section_of_text_above_the_answer(run_
     assert report["thinkingText"] == "".join(THOUGHT)
     assert (report["elementsInside"], report["pwned"]) == (0, 0), "markup in reasoning stays text"
     assert report["orderInItem"][:3] == ["author", "thinking", "content"]
+

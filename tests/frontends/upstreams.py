@@ -5,7 +5,19 @@ from __future__ import annotations
 
 import json
 
-from tests.runtime.scripts import done_frame, echo, error, native_frame, script, scripted_options, send, sleep, usage_frame
+from tests.runtime.harness import RuntimeOptions
+from tests.runtime.scripts import (
+    done_frame,
+    echo,
+    error,
+    native_frame,
+    openai_chunk,
+    script,
+    scripted_options,
+    send,
+    sleep,
+    usage_frame,
+)
 
 STEP_MS = 100
 
@@ -67,3 +79,67 @@ THINKING = scripted_options(
     [*(step for piece in THOUGHT for step in (reasoning_frame(piece), sleep(STEP_MS))), native_frame("Here is the answer."), done_frame()],
     variables={"AUTH_TOKEN": TOKEN},
 )
+
+
+# --- tool calls ---------------------------------------------------------------------------
+
+# The page's built-in tool (public/tools.js) and what the emulator makes of it: a question
+# with a word of 4+ letters of the tool's name ("current", "time") makes the model call it,
+# with the schema's examples[0] as arguments; a tool result makes its answer start with
+# "Tool result: " and the result's first 60 characters (ai_emulator/emulator.js).
+TOOL_QUESTION = "What is the current time in UTC?"
+# Its definition, exactly as the page sends it with every request (the CLI's tests offer
+# the same).
+CURRENT_TIME = {"type": "function", "function": {
+    "name": "current_time",
+    "description": "The current date and time in a time zone, from the user's clock. Use it whenever the answer depends on today's date or the time of day.",
+    "parameters": {
+        "type": "object",
+        "properties": {"timezone": {
+            "type": "string",
+            "description": 'An IANA time zone name, such as "Europe/Paris", "America/New_York" or "UTC".',
+            "examples": ["UTC"],
+        }},
+        "required": ["timezone"],
+        "additionalProperties": False,
+    },
+}}
+# Every model in its own framing (GLM: OpenAI-style chunks, thinking first), unpaced; the
+# same runtime as tests/runtime/test_catalog.py's.
+GENERATED = RuntimeOptions(ai_format=None, ai_pace=0)
+
+
+def tool_chunk(index: int, *, call_id: str | None = None, name: str | None = None, arguments: str = "") -> dict:
+    """An OpenAI-style chunk with one entry of `delta.tool_calls`: a call's start (id, type
+    and name) when `call_id` is given, else a fragment of its arguments."""
+    function: dict = {"arguments": arguments}
+    entry: dict = {"index": index, "function": function}
+    if call_id is not None:
+        entry.update(id=call_id, type="function")
+        function["name"] = name
+    chunk = {"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"tool_calls": [entry]}, "finish_reason": None}]}
+    return send("data: " + json.dumps(chunk) + "\n\n")
+
+
+# A model that says a few words, then calls three tools on every turn: one with markup for
+# a name and in its arguments (which must stay text), streamed slowly enough to watch the
+# arguments grow; the page's own with arguments that are not JSON; and the page's own for a
+# zone that does not exist. The page can run none of them, sends the errors back, and the
+# model calls them again, until the page's bound on automatic rounds stops it.
+MARKUP_TOOL = '<img src=x onerror="window.__pwned=1">'
+MARKUP_NOTE = '<img src=x onerror="window.__pwned=2"><b>bold</b>'
+MARKUP_ARGUMENTS = json.dumps({"note": MARKUP_NOTE})
+BAD_ARGUMENTS = '{"timezone": <b>UTC'
+NO_SUCH_ZONE = '{"timezone": "Mars/Olympus_Mons"}'
+TOOL_TEXT = "Let me check."
+MARKUP_CALLS = scripted_options([
+    openai_chunk(TOOL_TEXT),
+    tool_chunk(0, call_id="call_markup", name=MARKUP_TOOL),
+    *(step for piece in (MARKUP_ARGUMENTS[:20], MARKUP_ARGUMENTS[20:40], MARKUP_ARGUMENTS[40:]) for step in (sleep(STEP_MS), tool_chunk(0, arguments=piece))),
+    tool_chunk(1, call_id="call_bad", name="current_time"),
+    tool_chunk(1, arguments=BAD_ARGUMENTS),
+    tool_chunk(2, call_id="call_mars", name="current_time"),
+    tool_chunk(2, arguments=NO_SUCH_ZONE),
+    openai_chunk(finish_reason="tool_calls"),
+    done_frame(),
+])

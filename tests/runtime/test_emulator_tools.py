@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from tests.runtime.harness import LocalRuntime, RuntimeOptions
+from tests.runtime.test_catalog import sse_payloads
 
 GLM = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI framing, thinks first
 LLAMA = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # native framing, tool calling
@@ -81,16 +82,6 @@ def probe_options(tmp_path_factory: pytest.TempPathFactory) -> RuntimeOptions:
 
 
 # --- reading streams ------------------------------------------------------------------------
-
-def sse_payloads(body: bytes) -> list[Any]:
-    """The `data:` payloads of an event stream (JSON, or "[DONE]")."""
-    payloads = []
-    for line in body.decode().split("\n"):
-        if line.startswith("data:"):
-            data = line[5:].strip()
-            payloads.append(data if data == "[DONE]" else json.loads(data))
-    return payloads
-
 
 def check_openai_tool_stream(body: bytes, names: list[str]) -> list[dict[str, Any]]:
     """Check an OpenAI-framed stream of tool calls chunk by chunk; return the calls

@@ -15,6 +15,7 @@ from typing import Literal
 
 from ._parser import EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES
+from ._tool_calls import MAX_TOOL_FRAME_BYTES
 
 __all__ = ["MAX_EVENT_ID_DIGITS", "EventNumberer", "ReplayWriter", "StoredEvent", "parse_event_id"]
 
@@ -55,10 +56,10 @@ class EventNumberer:
     def __init__(self, last_id: int = 0) -> None:
         # Our own frames, not upstream input: one upstream event at its caps becomes a
         # frame a little longer (the JSON around the text, the padding), so these caps
-        # are the upstream's with room for that.
+        # are the upstream's with room for that, or a whole tool call's frame, if longer.
         self._parser = EventStreamParser(
-            max_line_bytes=OWN_FRAME_GROWTH * DEFAULT_MAX_LINE_BYTES,
-            max_event_chars=OWN_FRAME_GROWTH * DEFAULT_MAX_EVENT_CHARS,
+            max_line_bytes=max(OWN_FRAME_GROWTH * DEFAULT_MAX_LINE_BYTES, MAX_TOOL_FRAME_BYTES),
+            max_event_chars=max(OWN_FRAME_GROWTH * DEFAULT_MAX_EVENT_CHARS, MAX_TOOL_FRAME_BYTES),
         )
         self._last_id = last_id
 

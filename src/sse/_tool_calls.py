@@ -25,19 +25,24 @@ from typing import Any
 from ._events import ToolCall, ToolCallDelta, ToolCallStart
 from ._json import loads_bounded
 
-__all__ = ["MAX_TOOL_ARGUMENT_CHARS", "MAX_TOOL_CALL_CHARS", "MAX_TOOL_CALLS", "ToolCallAssembler", "ToolEvent"]
+__all__ = ["MAX_TOOL_ARGUMENT_CHARS", "MAX_TOOL_CALL_CHARS", "MAX_TOOL_CALLS", "MAX_TOOL_FRAME_BYTES", "ToolCallAssembler", "ToolEvent"]
 
 ToolEvent = ToolCallStart | ToolCallDelta | ToolCall
 
-# OpenAI takes at most 128 tools per request; an answer calling more is not a real one.
-MAX_TOOL_CALLS = 128
-# One call's arguments: room for a whole source file written by a coding agent.
-MAX_TOOL_CALL_CHARS = 256 * 1024
-# All calls of one answer together: the same bound as a collected answer's text.
-MAX_TOOL_ARGUMENT_CHARS = 1024 * 1024
 # Names and ids are identifiers; anything longer is not one.
 MAX_TOOL_NAME_CHARS = 256
 MAX_TOOL_ID_CHARS = 256
+
+# OpenAI takes at most 128 tools per request; an answer calling more is not a real one.
+MAX_TOOL_CALLS = 128
+# One call's arguments: room for a whole source file written by a coding agent, and small
+# enough that the frame of a whole call (its arguments as a JSON string and again parsed,
+# at most 8 bytes a character) stays a row a resumable answer's storage takes (2 MB).
+MAX_TOOL_CALL_CHARS = 128 * 1024
+# The longest frame of a whole call, in bytes, with room for its id, name and keys.
+MAX_TOOL_FRAME_BYTES = 8 * MAX_TOOL_CALL_CHARS + 4 * (MAX_TOOL_NAME_CHARS + MAX_TOOL_ID_CHARS) + 1024
+# All calls of one answer together: the same bound as a collected answer's text.
+MAX_TOOL_ARGUMENT_CHARS = 1024 * 1024
 
 
 class ToolCallError(Exception):

@@ -197,11 +197,11 @@ def test_megabytes_of_arguments_end_the_answer_at_the_per_call_bound():
 
 
 def test_many_calls_of_large_arguments_end_the_answer_at_the_per_answer_bound():
-    piece = "y" * (200 * 1024)
-    frames = [start(i, f"c{i}", "f", piece) for i in range(8)]
+    piece = "y" * (100 * 1024)
+    frames = [start(i, f"c{i}", "f", piece) for i in range(12)]
     events, _ = sse([*frames, FINISH, DONE])
     assert events[-1][1]["code"] == "tool_calls_too_large"
-    assert sum(1 for kind, _ in events if kind == "tool_call_start") == 6  # 5 whole, the 6th went over
+    assert sum(1 for kind, _ in events if kind == "tool_call_start") == 11  # 10 whole, the 11th went over
 
 
 def test_a_stream_cut_mid_call_is_an_error_never_a_complete_call():

@@ -33,7 +33,7 @@ node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 dev: setup
 	$(BIN)/python devtools/dev.py --port $(PORT) $(DEV_ARGS)
 
-# ruff over all Python; mypy --strict over the sans-IO core, the stream lifecycle and the model catalog.
+# ruff over all Python; mypy --strict over the sans-IO core, the stream lifecycle, the model catalog and the tool checks.
 lint: setup
 	$(BIN)/ruff check src tests devtools bench clients
 	$(BIN)/mypy

@@ -277,9 +277,9 @@ class ProtocolReader(AnswerReader):
 def _tool_call(data: dict[str, Any]) -> dict[str, Any] | None:
     """The call a `tool_call` event carries, as printed; None when a field is missing or of
     the wrong type (the event is then skipped, as a delta without text is)."""
-    if not all(isinstance(data.get(key), str) for key in ("id", "name", "arguments")):
+    if not all(isinstance(data.get(key), str) for key in ("call_id", "name", "arguments")):
         return None
-    call = {"id": data["id"], "name": data["name"], "arguments": data["arguments"]}
+    call = {"id": data["call_id"], "name": data["name"], "arguments": data["arguments"]}
     if isinstance(data.get("input"), dict) and "input_error" not in data:
         return {**call, "input": data["input"]}
     why = data.get("input_error")

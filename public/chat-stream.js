@@ -249,8 +249,8 @@ const isIndex = (value) => Number.isSafeInteger(value) && value >= 0;
  * input is the parsed arguments, a JSON object; when they are not one, `input` is null and
  * `input_error` says why. */
 function toolCallOf(data) {
-  if (!isIndex(data.index) || typeof data.id !== "string" || typeof data.name !== "string" || typeof data.arguments !== "string") return null;
-  const call = { index: data.index, id: data.id, name: data.name, arguments: data.arguments, input: null };
+  if (!isIndex(data.index) || typeof data.call_id !== "string" || typeof data.name !== "string" || typeof data.arguments !== "string") return null;
+  const call = { index: data.index, id: data.call_id, name: data.name, arguments: data.arguments, input: null };
   const isObject = data.input !== null && typeof data.input === "object" && !Array.isArray(data.input);
   if (isObject && data.input_error === undefined) call.input = data.input;
   else call.input_error = typeof data.input_error === "string" ? data.input_error : "The arguments are not a JSON object.";
@@ -321,8 +321,8 @@ async function readOnce({ response, error }, state, ending, assembler, options) 
       // call. A field of the wrong type makes the event one this client cannot use, so it
       // is skipped, as a delta without text is; nothing is passed on after Stop.
       case "tool_call_start":
-        if (!isIndex(data.index) || typeof data.id !== "string" || typeof data.name !== "string" || aborted()) return null;
-        onToolCallStart({ index: data.index, id: data.id, name: data.name });
+        if (!isIndex(data.index) || typeof data.call_id !== "string" || typeof data.name !== "string" || aborted()) return null;
+        onToolCallStart({ index: data.index, id: data.call_id, name: data.name });
         return null;
       case "tool_call_delta":
         if (!isIndex(data.index) || typeof data.arguments !== "string" || aborted()) return null;

@@ -91,7 +91,7 @@ async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply
     turn = validate_ui_chat(await _read_payload(edge, config), config)
     if turn.resumable:
         return await _chat_resumable(edge, exchange, admitted, turn, "ui")
-    return await _stream(edge, exchange, admitted, turn, UIMessageStreamEncoder())
+    return await _stream(edge, exchange, admitted, turn, UIMessageStreamEncoder(message_id=turn.continues_message))
 
 
 async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

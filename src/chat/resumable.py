@@ -46,6 +46,7 @@ async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, f
         "kind": "ui" if format == "ui" else "chat",
         "format": format,
         "stream_id": stream_id,
+        "message_id": turn.continues_message,
         **call.as_order(),
     }
     response = await _call(namespace, object_id, "POST", "/start", json.dumps(order))

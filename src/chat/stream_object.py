@@ -155,7 +155,7 @@ class ChatStream(DurableObject):
             kind, request_id, serial,
         )
         self._answer = {"kind": kind, "request_id": request_id, "serial": serial, "live": True, "ended_at": None}
-        encoder = UIMessageStreamEncoder() if kind == "ui" else SSEEncoder()
+        encoder = UIMessageStreamEncoder(message_id=order.get("message_id")) if kind == "ui" else SSEEncoder()
         stream_id = order.get("stream_id")
         reframer = Reframer(request_id=request_id, model=model, encoder=encoder, max_padding=config.padding, stream_id=stream_id,
                             gateway_log_id=gateway_log_id)

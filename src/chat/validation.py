@@ -53,6 +53,9 @@ class ChatTurn:
     options: tuple[tuple[str, float | int], ...] = ()
     resumable: bool = False  # produced by a Durable Object that readers can come back to
     chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when the client sent one
+    # /api/ui-chat: the id of the assistant message this answer continues (the conversation
+    # ends with it, as after a tool's result), so the answer's parts are appended to it.
+    continues_message: str | None = None
     models: tuple[str, ...] = ()  # the client's choice of model first, then the others; (): MODEL's order
     reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
     skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
@@ -313,12 +316,22 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         raise invalid_request(f"messages make {len(plain)} model messages once tool calls and results count as theirs; "
                               f"at most {config.max_messages} are allowed.", param="messages")
     turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    last = messages[-1]
+    if last.get("role") == "assistant" and _is_message_id(last.get("id")):
+        # The SDK appends the answer to that message when `start` names it; a new id
+        # would make it a second message holding the same calls again.
+        turn = dataclasses.replace(turn, continues_message=last["id"])
     chat_id = payload.get("id")
     if not is_chat_id(chat_id):
         if turn.resumable:
             raise invalid_request(f"id: a resumable UI chat needs the chat id, 1 to {MAX_CHAT_ID_CHARS} letters, digits, - or _.", param="id")
         return turn
     return dataclasses.replace(turn, chat_id=chat_id)
+
+
+def _is_message_id(value: object) -> bool:
+    # The SDK makes 16-character ids; an app may set its own (UUIDs): printable, bounded.
+    return isinstance(value, str) and 0 < len(value) <= MAX_CHAT_ID_CHARS and value.isprintable()
 
 
 def _ui_text(parts: list[Any], where: str) -> str:

@@ -66,7 +66,8 @@ def _done_payload(stats: ReframerStats) -> dict[str, object]:
 
 
 def _tool_call_payload(call: ToolCall) -> dict[str, object]:
-    payload: dict[str, object] = {"index": call.index, "id": call.id, "name": call.name, "arguments": call.arguments,
+    # `call_id`, not `id`: NDJSON readers of a resumable answer get the event's id in `id`.
+    payload: dict[str, object] = {"index": call.index, "call_id": call.id, "name": call.name, "arguments": call.arguments,
                                   "input": call.input}
     if call.input_error is not None:
         payload["input_error"] = call.input_error
@@ -197,7 +198,7 @@ class SSEEncoder(Encoder):
         return f'event: reasoning\ndata: {{"text":{encode_basestring(text)},"p":"{padding}"}}\n\n'
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        return (f'event: tool_call_start\ndata: {{"index":{call.index},"id":{encode_basestring(call.id)},'
+        return (f'event: tool_call_start\ndata: {{"index":{call.index},"call_id":{encode_basestring(call.id)},'
                 f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n\n')
 
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
@@ -242,7 +243,7 @@ class NDJSONEncoder(Encoder):
         return f'{{"type":"reasoning","text":{encode_basestring(text)},"p":"{padding}"}}\n'
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        return (f'{{"type":"tool_call_start","index":{call.index},"id":{encode_basestring(call.id)},'
+        return (f'{{"type":"tool_call_start","index":{call.index},"call_id":{encode_basestring(call.id)},'
                 f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n')
 
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:

@@ -48,19 +48,24 @@ class UIMessageStreamEncoder(Encoder):
     def headers(self) -> dict[str, str]:
         return {**super().headers, UI_MESSAGE_STREAM_HEADER[0]: UI_MESSAGE_STREAM_HEADER[1]}
 
-    def __init__(self) -> None:
-        self._message_id = ""
+    def __init__(self, *, message_id: str | None = None) -> None:
+        """`message_id`: the assistant message this answer continues (the conversation
+        ended with it, as after a tool's result); None: a new message, named by the
+        request id."""
+        self._continues = message_id
+        self._request_id = ""  # names this answer's parts, unique to it
         self._open: str | None = None  # "text" or "reasoning": the part being streamed
         self._parts = 0
         self._tool_ids: dict[int, str] = {}  # a call's index -> its id, for its deltas
 
     def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
         # A resumable UI stream is found by its chat id, so stream_id is not sent.
-        self._message_id = request_id
+        self._request_id = request_id
         metadata = {"model": model}
         if gateway_log_id is not None:
             metadata["gatewayLogId"] = gateway_log_id
-        return _frame({"type": "start", "messageId": request_id, "messageMetadata": metadata}) + _frame({"type": "start-step"})
+        start = {"type": "start", "messageId": self._continues or request_id, "messageMetadata": metadata}
+        return _frame(start) + _frame({"type": "start-step"})
 
     def delta(self, text: str, padding: str) -> str:
         # `p` rides along as an extra key (the SDK's chunk schemas are loose objects), so
@@ -110,7 +115,7 @@ class UIMessageStreamEncoder(Encoder):
         return self._tool_ids[index]
 
     def _part_id(self) -> str:
-        return f"{self._message_id}-{self._parts}"
+        return f"{self._request_id}-{self._parts}"
 
     def _switch_to(self, kind: str) -> str:
         if self._open == kind:

@@ -646,3 +646,14 @@ def test_any_tools_and_history_are_accepted_or_refused_with_a_400(payload):
             check(payload, CONFIG)
         except ApiError as error:
             assert (error.status, error.code) == (400, "invalid_request") and error.param is not None, error.message
+
+
+def test_a_ui_conversation_that_ends_with_the_assistant_is_continued_in_that_message():
+    call = {"type": "tool-current_time", "toolCallId": "c1", "state": "output-available", "input": {}, "output": "09:30"}
+    payload = {"messages": [
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "time?"}]},
+        {"id": "a1", "role": "assistant", "parts": [{"type": "step-start"}, call]},
+    ]}
+    assert validate_ui_chat(payload, CONFIG).continues_message == "a1"
+    payload["messages"].append({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and now?"}]})
+    assert validate_ui_chat(payload, CONFIG).continues_message is None

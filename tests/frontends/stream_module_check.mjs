@@ -34,16 +34,16 @@ const MIXED_BODY =
 const TOOLS_BODY =
   event("meta", { request_id: "r-5", model: "m" }) +
   event("delta", { text: "Checking.", p: "" }) +
-  event("tool_call_start", { index: 0, id: "call_1", name: "current_time", p: "xy" }) +
+  event("tool_call_start", { index: 0, call_id: "call_1", name: "current_time", p: "xy" }) +
   event("tool_call_delta", { index: 0, arguments: "{\"timezone\":", p: "" }) +
   event("tool_call_delta", { index: 0, arguments: 7, p: "" }) +
   event("tool_call_delta", { index: 0, arguments: "\"UTC\"}", p: "" }) +
-  event("tool_call", { index: 0, id: "call_1", name: "current_time", arguments: "{\"timezone\":\"UTC\"}", input: { timezone: "UTC" } }) +
-  event("tool_call_start", { index: -1, id: "call_x", name: "nope", p: "" }) +
-  event("tool_call_start", { index: 1, id: "call_2", name: "current_time", p: "" }) +
+  event("tool_call", { index: 0, call_id: "call_1", name: "current_time", arguments: "{\"timezone\":\"UTC\"}", input: { timezone: "UTC" } }) +
+  event("tool_call_start", { index: -1, call_id: "call_x", name: "nope", p: "" }) +
+  event("tool_call_start", { index: 1, call_id: "call_2", name: "current_time", p: "" }) +
   event("tool_call_delta", { index: 1, arguments: "{\"timezone\": 🕰", p: "" }) +
-  event("tool_call", { index: 1, id: "call_2", name: "current_time", arguments: "{\"timezone\": 🕰", input: null, input_error: "Expecting value" }) +
-  event("tool_call", { index: 2, id: "call_3", name: 5, arguments: "{}", input: {} }) +
+  event("tool_call", { index: 1, call_id: "call_2", name: "current_time", arguments: "{\"timezone\": 🕰", input: null, input_error: "Expecting value" }) +
+  event("tool_call", { index: 2, call_id: "call_3", name: 5, arguments: "{}", input: {} }) +
   event("done", { finish_reason: "tool_calls", usage: null, chunks: 1, chars: 9, skipped: 0, tool_calls: 2 });
 
 const routes = {

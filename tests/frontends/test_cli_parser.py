@@ -81,19 +81,21 @@ def protocol_event(type_: str, **data: object) -> Event:
     return Event(type=type_, data=json.dumps(data))
 
 
-CALL = {"id": "call_1", "name": "current_time", "arguments": '{"timezone":"UTC"}'}
+CALL = {"id": "call_1", "name": "current_time", "arguments": '{"timezone":"UTC"}'}  # as printed
+EVENT_CALL = {"call_id": "call_1", "name": "current_time", "arguments": '{"timezone":"UTC"}'}  # as the Worker sends it
 
 
 @pytest.mark.parametrize(("event", "expected"), [
-    pytest.param(protocol_event("tool_call", index=0, **CALL, input={"timezone": "UTC"}),
+    pytest.param(protocol_event("tool_call", index=0, **EVENT_CALL, input={"timezone": "UTC"}),
                  {**CALL, "input": {"timezone": "UTC"}}, id="whole-call"),
-    pytest.param(protocol_event("tool_call", index=1, **{**CALL, "arguments": '{"timezone":'}, input=None, input_error="not valid JSON"),
+    pytest.param(protocol_event("tool_call", index=1, **{**EVENT_CALL, "arguments": '{"timezone":'}, input=None, input_error="not valid JSON"),
                  {**CALL, "arguments": '{"timezone":', "input": None, "input_error": "not valid JSON"}, id="input-error"),
-    pytest.param(protocol_event("tool_call", index=0, **{**CALL, "arguments": "[1]"}, input=[1]),
+    pytest.param(protocol_event("tool_call", index=0, **{**EVENT_CALL, "arguments": "[1]"}, input=[1]),
                  {**CALL, "arguments": "[1]", "input": None, "input_error": "not a JSON object"}, id="input-not-an-object"),
-    pytest.param(protocol_event("tool_call", index=0, id="call_1", name="current_time", input={}), None, id="no-arguments-skipped"),
-    pytest.param(protocol_event("tool_call", index=0, **{**CALL, "name": 7}, input={}), None, id="name-not-a-string-skipped"),
-    pytest.param(protocol_event("tool_call_start", index=0, id="call_1", name="current_time", p="xx"), None, id="start-not-printed"),
+    pytest.param(protocol_event("tool_call", index=0, call_id="call_1", name="current_time", input={}), None, id="no-arguments-skipped"),
+    pytest.param(protocol_event("tool_call", index=0, **{**EVENT_CALL, "name": 7}, input={}), None, id="name-not-a-string-skipped"),
+    pytest.param(protocol_event("tool_call", index=0, **{**CALL}, input={}), None, id="call-id-missing-skipped"),
+    pytest.param(protocol_event("tool_call_start", index=0, call_id="call_1", name="current_time", p="xx"), None, id="start-not-printed"),
     pytest.param(protocol_event("tool_call_delta", index=0, arguments='{"time', p="xx"), None, id="fragment-not-printed"),
 ])
 def test_only_a_whole_tool_call_is_printed_and_a_malformed_one_is_skipped(event, expected):
@@ -108,8 +110,8 @@ def test_the_status_line_of_an_answer_with_tool_calls_counts_them():
     for event in (
         protocol_event("meta", request_id="r", model="m"),
         protocol_event("delta", text="Let me look.", p=""),
-        protocol_event("tool_call_start", index=0, id="call_1", name="current_time", p=""),
-        protocol_event("tool_call", index=0, **CALL, input={"timezone": "UTC"}),
+        protocol_event("tool_call_start", index=0, call_id="call_1", name="current_time", p=""),
+        protocol_event("tool_call", index=0, **EVENT_CALL, input={"timezone": "UTC"}),
     ):
         assert reader.take(event).outcome is None
     done = reader.take(protocol_event("done", finish_reason="tool_calls", tool_calls=1, chunks=1, chars=12))
@@ -167,9 +169,9 @@ def test_a_history_keeps_earlier_tool_calls_and_results_as_they_are(tmp_path):
 def test_a_tool_call_after_text_that_did_not_end_a_line_is_printed_on_a_line_of_its_own():
     body = "".join(f"event: {type_}\ndata: {json.dumps(data)}\n\n" for type_, data in (
         ("delta", {"text": "Let me look."}),
-        ("tool_call", {"index": 0, **CALL, "input": {"timezone": "UTC"}}),
+        ("tool_call", {"index": 0, **EVENT_CALL, "input": {"timezone": "UTC"}}),
         ("delta", {"text": "Done.\n"}),
-        ("tool_call", {"index": 1, **CALL, "id": "call_2", "input": {"timezone": "UTC"}}),
+        ("tool_call", {"index": 1, **EVENT_CALL, "call_id": "call_2", "input": {"timezone": "UTC"}}),
         ("done", {"finish_reason": "tool_calls", "tool_calls": 2}),
     )).encode()
 

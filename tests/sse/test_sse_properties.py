@@ -321,7 +321,7 @@ def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]
 
     def take_tool_events() -> None:
         for tool_event in normalizer.tool_events:
-            fields = {name: getattr(tool_event, name) for name in tool_event.__slots__}
+            fields = {"call_id" if name == "id" else name: getattr(tool_event, name) for name in tool_event.__slots__}
             if isinstance(tool_event, ToolCall):
                 if fields["input_error"] is None:
                     del fields["input_error"]

@@ -65,10 +65,10 @@ def test_fragments_become_a_start_the_pieces_and_the_whole_call():
     kinds = [kind for kind, _ in events]
     assert kinds == ["meta", "delta", "tool_call_start", "tool_call_delta", "tool_call_delta", "tool_call",
                      "tool_call_start", "tool_call_delta", "tool_call", "done"]
-    assert events[2][1] == {"index": 0, "id": "call_a", "name": "current_time", "p": ""}
-    assert events[5][1] == {"index": 0, "id": "call_a", "name": "current_time", "arguments": '{"timezone":"UTC"}',
+    assert events[2][1] == {"index": 0, "call_id": "call_a", "name": "current_time", "p": ""}
+    assert events[5][1] == {"index": 0, "call_id": "call_a", "name": "current_time", "arguments": '{"timezone":"UTC"}',
                             "input": {"timezone": "UTC"}}
-    assert events[8][1]["input"] == {"timezone": "Asia/Tokyo"} and events[8][1]["id"] == "call_b"
+    assert events[8][1]["input"] == {"timezone": "Asia/Tokyo"} and events[8][1]["call_id"] == "call_b"
     assert events[-1][1]["finish_reason"] == "tool_calls" and events[-1][1]["tool_calls"] == 2
     assert reframer.stats.tool_calls == 2
 
@@ -88,7 +88,7 @@ def test_parallel_calls_sent_at_one_index_with_their_own_ids_stay_apart():
     frames = [start(0, "call_a", "f", '{"x":1}'), start(0, "call_b", "g", '{"y":2}'), FINISH, DONE]
     events, _ = sse(frames)
     calls = [fields for kind, fields in events if kind == "tool_call"]
-    assert [(c["id"], c["name"], c["input"]) for c in calls] == [("call_a", "f", {"x": 1}), ("call_b", "g", {"y": 2})]
+    assert [(c["call_id"], c["name"], c["input"]) for c in calls] == [("call_a", "f", {"x": 1}), ("call_b", "g", {"y": 2})]
 
 
 def test_a_provider_that_repeats_id_and_name_on_every_fragment_makes_one_call():
@@ -117,7 +117,7 @@ def test_native_calls_come_whole_with_object_arguments_and_get_an_id_when_they_h
     ]
     events, _ = sse(frames)
     calls = [fields for kind, fields in events if kind == "tool_call"]
-    assert [(c["id"], c["name"], c["input"]) for c in calls] == [("call_r_0", "f", {"a": [1, 2]}), ("call_r_1", "g", {})]
+    assert [(c["call_id"], c["name"], c["input"]) for c in calls] == [("call_r_0", "f", {"a": [1, 2]}), ("call_r_1", "g", {})]
     # A native stream gives no finish_reason: an answer that called tools ended for them.
     assert events[-1] == ("done", {"finish_reason": "tool_calls", "usage": {"prompt_tokens": 1, "completion_tokens": 2,
                                    "total_tokens": 3}, "chunks": 0, "chars": 0, "skipped": 0, "tool_calls": 2})
@@ -276,3 +276,13 @@ def test_ndjson_carries_the_same_tool_events_as_sse():
     out = reframer.start() + b"".join(reframer.feed(f.encode()) for f in TWO_CALLS) + reframer.finish()
     ndjson = [(obj.pop("type"), obj) for obj in ndjson_objects(out)]
     assert ndjson == sse(TWO_CALLS)[0]
+
+
+def test_an_answer_that_continues_a_ui_message_names_it_in_start_and_keeps_its_own_part_ids():
+    # After a tool's result the SDK appends the answer to the message that made the call:
+    # `start` must name that message, whatever characters its id has.
+    reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=UIMessageStreamEncoder(message_id='msg"1\\'))
+    out = (reframer.start() + reframer.feed(b'data: {"response":"hi"}\n\ndata: [DONE]\n\n') + reframer.finish()).decode()
+    chunks = [json.loads(line[6:]) for line in out.split("\n") if line.startswith("data: {")]
+    assert chunks[0]["type"] == "start" and chunks[0]["messageId"] == 'msg"1\\'
+    assert [c["id"] for c in chunks if c["type"] == "text-start"] == ["r-1"]

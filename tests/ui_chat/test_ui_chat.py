@@ -41,8 +41,8 @@ async def test_the_ai_sdk_assembles_the_same_text_as_our_protocol(start_runtime,
     ours = await chat(http, runtime.url, {"messages": plain})
     assert read["errors"] == []
     assert read["text"] == ours.text and len(read["text"]) > 0
-    assert read["chunks"][0] == "start" and read["chunks"][1] == "text-start"
-    assert read["chunks"][-2:] == ["text-end", "finish"]
+    assert read["chunks"][:3] == ["start", "start-step", "text-start"]  # each answer is one step
+    assert read["chunks"][-3:] == ["text-end", "finish-step", "finish"]
     assert read["metadata"]["usage"]["completion_tokens"] > 0
 
 
@@ -81,7 +81,7 @@ async def test_the_ai_sdk_resumes_a_dropped_answer_of_a_chat_and_finds_none_once
     )
     assert result.returncode == 0, result.stderr
     read = json.loads(result.stdout.strip().splitlines()[-1])
-    assert read["before"][:2] == ["start", "text-start"] and len(read["before"]) == 4
+    assert read["before"][:3] == ["start", "start-step", "text-start"] and len(read["before"]) == 4
     assert read["resumed"] and read["errors"] == []
     assert read["text"] == uninterrupted["text"] and read["chunks"][-1] == "finish"
     assert read["afterFinish"] is False, "a finished answer is no longer in progress (204)"

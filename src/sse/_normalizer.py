@@ -234,6 +234,8 @@ class UpstreamNormalizer:
             return _NOTHING
         text = fast_response(data)
         if text is not None:
+            if self._tools.open:
+                self._tools.finish(self.tool_events)  # text after a call: the call is done
             return text, ""
         if data.startswith(_OPENAI_PREFIX):
             chunk = _OPENAI_CHUNK.fullmatch(data)
@@ -242,6 +244,8 @@ class UpstreamNormalizer:
                 if usage is not None and usage != "null":
                     self._usage_text = usage
                 text = scan_body(body) if "\\" in body else body
+                if self._tools.open:
+                    self._tools.finish(self.tool_events)
                 return ("", text) if field != "content" else (text, "")
         return self.frame(data)
 
@@ -300,7 +304,7 @@ class UpstreamNormalizer:
         if "tool_calls" in obj and self._tools.read(obj["tool_calls"], self.tool_events):
             known = True
         finish_reason = obj.get("finish_reason")
-        if isinstance(finish_reason, str):
+        if isinstance(finish_reason, str) and finish_reason:
             self._finished(finish_reason)
             known = True
         choices = obj.get("choices")
@@ -319,11 +323,11 @@ class UpstreamNormalizer:
         reasoning = ""
         known = False
         finish_reason = choice.get("finish_reason")
-        if isinstance(finish_reason, str):
+        if isinstance(finish_reason, str) and finish_reason:
             self._finished(finish_reason)
             known = True
-        elif finish_reason is None and "finish_reason" in choice:
-            known = True
+        elif finish_reason in (None, "") and "finish_reason" in choice:
+            known = True  # some servers send "" on every chunk for "not yet"
         delta = choice.get("delta")
         if isinstance(delta, dict):
             known = True
@@ -337,6 +341,9 @@ class UpstreamNormalizer:
                 reasoning_content = delta.get("reasoning")
             if isinstance(reasoning_content, str):
                 reasoning = reasoning_content
+            if (text or reasoning) and self._tools.open:
+                # Text after a call: the call is done, and a client may run it now.
+                self._tools.finish(self.tool_events)
             if "tool_calls" in delta:
                 self._tools.read(delta["tool_calls"], self.tool_events)
         return text, reasoning, known

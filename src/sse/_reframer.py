@@ -131,13 +131,14 @@ class Reframer:
         )
 
     def _finish_reason(self) -> str | None:
-        if self._stop is not None and self._stop.matched:
-            return "stop"
         reason = self._normalizer.finish_reason
         # An answer that called tools ended to have them run, whatever the model said (a
-        # native stream says nothing, some say "stop"), unless it was cut short.
+        # native stream says nothing, some say "stop", a stop sequence may have come
+        # after the calls), unless it was cut short.
         if self._normalizer.tool_calls and reason not in _CUT_SHORT:
             return "tool_calls"
+        if self._stop is not None and self._stop.matched:
+            return "stop"
         return reason
 
     def start(self) -> bytes:
@@ -177,6 +178,9 @@ class Reframer:
                     else:
                         self._chars += sum(map(len, bodies))
             if self._stop is not None and self._stop.matched:
+                # A call still being written when the stop sequence came is whole as it is.
+                self._normalizer.complete_tool_calls()
+                self._emit_tool_events(out)
                 self._end()
                 out.append(self._encoder.done(self.stats))
             elif self._normalizer.failure is not None:

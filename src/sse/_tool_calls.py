@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from ._events import ToolCall, ToolCallDelta, ToolCallStart
-from ._json import loads_bounded
+from ._json import JSONDepthError, loads_bounded
 
 __all__ = ["MAX_TOOL_ARGUMENT_CHARS", "MAX_TOOL_CALL_CHARS", "MAX_TOOL_CALLS", "MAX_TOOL_FRAME_BYTES", "ToolCallAssembler", "ToolEvent"]
 
@@ -36,11 +36,15 @@ MAX_TOOL_ID_CHARS = 256
 # OpenAI takes at most 128 tools per request; an answer calling more is not a real one.
 MAX_TOOL_CALLS = 128
 # One call's arguments: room for a whole source file written by a coding agent, and small
-# enough that the frame of a whole call (its arguments as a JSON string and again parsed,
-# at most 8 bytes a character) stays a row a resumable answer's storage takes (2 MB).
+# enough that the frame of a whole call (its arguments as a JSON string, and again parsed:
+# at most 6 bytes a character each, as for "\u001f" or a lone surrogate) stays a row a
+# resumable answer's storage takes (2 MB).
 MAX_TOOL_CALL_CHARS = 128 * 1024
 # The longest frame of a whole call, in bytes, with room for its id, name and keys.
-MAX_TOOL_FRAME_BYTES = 8 * MAX_TOOL_CALL_CHARS + 4 * (MAX_TOOL_NAME_CHARS + MAX_TOOL_ID_CHARS) + 1024
+MAX_TOOL_FRAME_BYTES = 12 * MAX_TOOL_CALL_CHARS + 6 * (MAX_TOOL_NAME_CHARS + MAX_TOOL_ID_CHARS) + 1024
+# A call's input nests at most this deep: a client sends it back inside its history (the AI
+# SDK inside a message's parts), which must stay within the request body's 64 levels.
+MAX_TOOL_INPUT_DEPTH = 32
 # All calls of one answer together: the same bound as a collected answer's text.
 MAX_TOOL_ARGUMENT_CHARS = 1024 * 1024
 
@@ -80,7 +84,11 @@ def _arguments_text(value: object) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        try:
+            # 1e400 in the frame reads as inf, which JSON cannot write back.
+            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            return None
     return None
 
 
@@ -90,11 +98,18 @@ def parsed_input(arguments: str) -> tuple[dict[str, Any] | None, str | None]:
     if not arguments.strip():
         return {}, None
     try:
-        value = loads_bounded(arguments)
+        value = loads_bounded(arguments, max_depth=MAX_TOOL_INPUT_DEPTH)
+    except JSONDepthError:
+        return None, f"The arguments nest deeper than {MAX_TOOL_INPUT_DEPTH} levels."
     except ValueError:
         return None, "The arguments are not valid JSON."
     if not isinstance(value, dict):
         return None, "The arguments are not a JSON object."
+    try:
+        # A number past a float's range (1e400) reads as inf, which no JSON can carry on.
+        json.dumps(value, allow_nan=False)
+    except ValueError:
+        return None, "The arguments hold a number too large to represent."
     return value, None
 
 
@@ -107,7 +122,13 @@ class ToolCallAssembler:
         self._calls = 0
         self._chars = 0
         self._open: _Call | None = None  # the call fragments go to
+        self._ids: set[str] = set()  # at most MAX_TOOL_CALLS
         self.fragments = 0  # entries that carried model output: starts and argument pieces
+
+    @property
+    def open(self) -> bool:
+        """Whether a call is being written (its arguments may still grow)."""
+        return self._open is not None
 
     @property
     def count(self) -> int:
@@ -117,11 +138,14 @@ class ToolCallAssembler:
     def read(self, entries: object, out: list[ToolEvent]) -> bool:
         """Appends the events of one frame's `tool_calls` to `out`; False when `entries` is
         not a list (not tool calls at all). Raises ToolCallError."""
-        if not isinstance(entries, list):
+        if entries is None:
             return False
+        if not isinstance(entries, list):
+            raise ToolCallError("upstream_malformed")  # calls in a shape no provider sends
         for entry in entries:
-            if isinstance(entry, dict):
-                self._entry(entry, out)
+            if not isinstance(entry, dict):
+                raise ToolCallError("upstream_malformed")
+            self._entry(entry, out)
         return True
 
     def finish(self, out: list[ToolEvent]) -> None:
@@ -148,8 +172,9 @@ class ToolCallAssembler:
             raise ToolCallError("upstream_malformed")
         if raw_id in (None, "") and name in (None, ""):
             if not arguments:
-                if index is None:
-                    # vLLM's finalization entry between calls: the call before it is done.
+                if index is None or "id" in entry:
+                    # vLLM's finalization entry between calls (all nulls, with or without an
+                    # index): the call before it is done. A bare `{"index": 0}` is no news.
                     self.finish(out)
                 return
             self._fragment(index, arguments, out)
@@ -178,8 +203,11 @@ class ToolCallAssembler:
             raise ToolCallError("tool_calls_too_large")
         ours = self._calls
         call_id = _identifier(raw_id, MAX_TOOL_ID_CHARS) if raw_id not in (None, "") else f"{self._prefix}_{ours}"
-        if call_id is None:
+        if call_id is None or call_id in self._ids:
+            # Two calls of one answer with one id could not both be answered: the result
+            # for that id would be ambiguous (and the AI SDK would merge them).
             raise ToolCallError("upstream_malformed")
+        self._ids.add(call_id)
         self._calls += 1
         self.fragments += 1
         self._open = _Call(ours, call_id, checked_name, index)

@@ -213,10 +213,19 @@ def test_native_tool_calls_are_counted_not_emitted() -> None:
     assert normalizer.skipped == 0
 
 
-def test_native_tool_calls_that_are_not_a_list_make_an_unknown_frame() -> None:
+@pytest.mark.parametrize("tool_calls", ['"f()"', '{"name":"f"}', '["f"]', "[5]"])
+def test_native_tool_calls_in_a_shape_no_provider_sends_fail_the_stream(tool_calls: str) -> None:
+    # Never dropped in silence: a call the model made would be lost.
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message('{"tool_calls":"f()"}'))
-    assert (normalizer.tool_calls, normalizer.skipped) == (0, 1)
+    normalizer.normalize(message('{"response":"","tool_calls":' + tool_calls + "}"))
+    assert (normalizer.tool_calls, normalizer.failure) == (0, "upstream_malformed")
+    assert normalizer.normalize(message('{"response":"more"}')) == []  # nothing is read after it
+
+
+def test_null_tool_calls_are_none() -> None:
+    normalizer = UpstreamNormalizer()
+    assert normalizer.normalize(message('{"response":"a","tool_calls":null}')) == [TextDelta(text="a")]
+    assert normalizer.failure is None
 
 
 def test_openai_tool_call_fragments_count_once_per_call() -> None:

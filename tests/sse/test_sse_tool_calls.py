@@ -150,8 +150,11 @@ def test_an_answer_cut_at_its_budget_stays_length_and_its_broken_arguments_say_s
         ("  ", ({}, None)),
         ("[1]", (None, "The arguments are not a JSON object.")),
         ("nope", (None, "The arguments are not valid JSON.")),
-        ("[" * 10_000, (None, "The arguments are not valid JSON.")),  # deep: bounded, no stack overflow
+        ("[" * 10_000, (None, "The arguments nest deeper than 32 levels.")),  # bounded, no stack overflow
+        ('{"a":' * 33 + "1" + "}" * 33, (None, "The arguments nest deeper than 32 levels.")),  # sent back, it must fit a body
+        ('{"a":' * 32 + "1" + "}" * 32, ({"a": json.loads('{"a":' * 31 + "1" + "}" * 31)}, None)),
         ('{"a":NaN}', (None, "The arguments are not valid JSON.")),
+        ('{"x":1e400}', (None, "The arguments hold a number too large to represent.")),
     ],
 )
 def test_arguments_are_parsed_into_an_object_or_an_error(arguments: str, expected: tuple[object, object]):
@@ -286,3 +289,53 @@ def test_an_answer_that_continues_a_ui_message_names_it_in_start_and_keeps_its_o
     chunks = [json.loads(line[6:]) for line in out.split("\n") if line.startswith("data: {")]
     assert chunks[0]["type"] == "start" and chunks[0]["messageId"] == 'msg"1\\'
     assert [c["id"] for c in chunks if c["type"] == "text-start"] == ["r-1"]
+
+
+def test_native_object_arguments_with_a_number_json_cannot_write_fail_the_stream():
+    frame = 'data: {"response":"","tool_calls":[{"name":"f","arguments":{"x":1e400}}]}\n\n'
+    events, _ = sse([frame, DONE])
+    assert events[-1][1]["code"] == "upstream_malformed"
+
+
+def test_two_calls_with_one_id_fail_the_stream():
+    events, _ = sse([start(0, "dup", "f", "{}"), start(1, "dup", "g", "{}"), FINISH, DONE])
+    assert events[-1][1]["code"] == "upstream_malformed"
+
+
+def test_an_empty_finish_reason_on_every_chunk_means_not_yet():
+    frames = [chunk({"tool_calls": [{"index": 0, "id": "c", "type": "function", "function": {"name": "f", "arguments": '{"a":'}}]}, ""),
+              chunk({"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}, ""), FINISH, DONE]
+    events, _ = sse(frames)
+    call = next(fields for kind, fields in events if kind == "tool_call")
+    assert call["input"] == {"a": 1} and events[-1][1]["finish_reason"] == "tool_calls"
+
+
+def test_a_null_entry_with_an_index_also_completes_the_call():
+    final = chunk({"tool_calls": [{"index": 0, "id": None, "type": None, "function": {"name": None, "arguments": ""}}]})
+    reframer = Reframer(request_id="r", model="m", max_padding=0)
+    reframer.start()
+    reframer.feed(start(0, "call_a", "read", "{}").encode())
+    assert "event: tool_call\n" in reframer.feed(final.encode()).decode()
+
+
+def test_text_after_a_call_completes_it_at_once():
+    reframer = Reframer(request_id="r", model="m", max_padding=0)
+    reframer.start()
+    reframer.feed(start(0, "call_a", "f", '{"x":1}').encode())
+    out = reframer.feed(chunk({"content": "Now I wait."}).encode()).decode()
+    assert "event: tool_call\n" in out and "event: delta" in out
+
+
+@pytest.mark.parametrize("collected", [False, True])
+def test_a_stop_sequence_after_a_call_keeps_the_call_and_says_tool_calls(collected: bool):
+    encoder = OpenAICompletionEncoder(created=1) if collected else OpenAIChunkEncoder(created=1)
+    reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=encoder, stop=["STOP"])
+    frames = [start(0, "c1", "f", '{"a":'), chunk({"content": "done. STOP here"}), FINISH, DONE]
+    out = (reframer.start() + b"".join(reframer.feed(f.encode()) for f in frames) + reframer.finish()).decode()
+    if collected:
+        choice = json.loads(out)["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        assert choice["message"]["tool_calls"][0]["function"]["arguments"] == '{"a":'
+        assert choice["message"]["content"] == "done. "
+    else:
+        assert '"finish_reason":"tool_calls"' in out and '"finish_reason":"stop"' not in out

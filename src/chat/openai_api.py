@@ -71,8 +71,6 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     _refuse_what_cannot_be_honoured(payload)
     models = checked_model_choice(payload.get("model"), config)
     tool_inputs = tools.checked_tool_fields(payload)
-    if tool_inputs:
-        models = tools.models_taking_tools(models)
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.", param="messages")
@@ -86,8 +84,11 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     if options is not None and not isinstance(options, dict):
         raise invalid_request("stream_options must be an object.", param="stream_options")
     options = options or {}
+    checked = checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages)
+    if tools.uses_tools(tool_inputs, checked):
+        models = tools.models_taking_tools(models)
     turn = ChatTurn(
-        messages=checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages),
+        messages=checked,
         max_tokens=_max_tokens(payload, config),
         temperature=checked_temperature(payload.get("temperature"), models[0]),
         options=_model_options(payload, models[0]),

@@ -19,7 +19,7 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from sse import MAX_JSON_DEPTH
+from sse import MAX_JSON_DEPTH, loads_bounded
 
 from . import catalog
 from .api_errors import invalid_request
@@ -173,14 +173,24 @@ def takes_tools(model_id: str) -> bool:
     return model is None or model.tools
 
 
-def models_taking_tools(models: Sequence[str]) -> tuple[str, ...]:
-    """`models` (the requested or primary model first, then its fallbacks) without the
-    fallbacks that do not take tools. Raises ApiError(400) on `tools` when the first one
-    does not: answering with another model than the one asked for would be a surprise."""
-    first, *fallbacks = models
-    if not takes_tools(first):
+def uses_tools(tool_inputs: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether only a model that takes tools can answer: the request offers tools, or its
+    history holds calls and results (checked messages)."""
+    return bool(tool_inputs) or any("tool_calls" in message or message["role"] == "tool" for message in messages)
+
+
+def models_taking_tools(models: Sequence[str], *, named: bool = True) -> tuple[str, ...]:
+    """`models` (the requested or primary model first, then its fallbacks) without those
+    that do not take tools. `named`: the client asked for the first one, so it must take
+    them (answering with another would be a surprise); else the Worker's own order is
+    only filtered. Raises ApiError(400) on `tools` when no model is left to answer."""
+    first = models[0]
+    if named and not takes_tools(first):
         raise invalid_request(f"tools: {first} does not take tools.", param="tools")
-    return (first, *[model for model in fallbacks if takes_tools(model)])
+    taking = tuple(model for model in models if takes_tools(model))
+    if not taking:
+        raise invalid_request("tools: none of the models this Worker serves takes tools.", param="tools")
+    return taking
 
 
 # The history: assistant messages with tool_calls, and tool messages answering them.
@@ -195,14 +205,26 @@ def checked_identifier(value: Any, field: str) -> str:
 
 
 def checked_arguments(value: Any, field: str) -> str:
-    """A call's arguments: a string (the JSON the model wrote; not parsed here, since a
-    model may have written JSON that is not valid) of at most MAX_ARGUMENTS_BYTES."""
+    """A call's arguments for the binding: a string of at most MAX_ARGUMENTS_BYTES, sent
+    as it is when it is a JSON object, else as "{}".
+
+    A model may have written arguments that do not parse (the Worker passes such calls on
+    with an input error, and clients send them back). vLLM, which serves Workers AI's
+    OpenAI-style models, parses the arguments of earlier calls for the chat template:
+    older releases fail the request on bad JSON, newer ones read it as {} (vLLM's
+    entrypoints/chat_utils `_postprocess_messages`, read 2026-12-01). Sent as {} here, a
+    conversation holding such a call goes on whichever release serves it; the tool's
+    result (an error, as a rule) says what went wrong."""
     if not isinstance(value, str):
         raise invalid_request(f"{field} must be a string (the call's arguments as JSON).", param=field)
     size = utf8_size(value)
     if size > MAX_ARGUMENTS_BYTES:
         raise invalid_request(f"{field} is {size} bytes; at most {MAX_ARGUMENTS_BYTES} are allowed.", param=field)
-    return value
+    try:
+        is_object = isinstance(loads_bounded(value), dict)
+    except ValueError:
+        is_object = False
+    return value if is_object else "{}"
 
 
 def checked_tool_calls(value: Any, where: str) -> list[dict[str, Any]]:

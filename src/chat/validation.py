@@ -115,14 +115,16 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 def _checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
 ) -> ChatTurn:
-    models = checked_model_choice(payload.get("model"), config) if payload.get("model") is not None else ()
+    named = payload.get("model") is not None
+    models = checked_model_choice(payload.get("model"), config) if named else ()
     tool_inputs = tools.checked_tool_fields(payload)
-    if tool_inputs:
-        # Spelled out even when the client named no model, so that the fallbacks that do
-        # not take tools are left out of MODEL's order too.
-        models = tools.models_taking_tools(models or config.models)
+    checked = checked_messages(messages, config, position=position)
+    if tools.uses_tools(tool_inputs, checked):
+        # Spelled out even when the client named no model, so that MODEL's order leaves
+        # out the models that take no tools too (MODEL itself, when it takes none).
+        models = tools.models_taking_tools(models or config.models, named=named)
     return ChatTurn(
-        messages=checked_messages(messages, config, position=position),
+        messages=checked,
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
         temperature=checked_temperature(payload.get("temperature"), (models or config.models)[0]),
         models=models,
@@ -299,9 +301,9 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
-            raise invalid_request(f"{where} must be a UI message with a list of parts.")
+            raise invalid_request(f"{where} must be a UI message with a list of parts.", param=where)
         role = message.get("role")
-        if role == "tool":  # results travel as parts of the assistant's message
+        if role not in ("user", "assistant"):  # a tool's result travels as a part of the assistant's message
             raise invalid_request(f'{where}.role must be "user" or "assistant".', param=f"{where}.role")
         if role == "assistant":
             converted = _ui_assistant_messages(message["parts"], where)

@@ -302,9 +302,23 @@ def test_a_requested_model_that_does_not_take_tools_is_a_400_on_tools(surface):
     assert error.param == "tools" and error.message == f"tools: {GRANITE} does not take tools."
 
 
-def test_a_primary_model_that_does_not_take_tools_is_a_400_on_tools():
-    error = refusal(lambda: validate_chat({"messages": [USER], "tools": [tool()]}, Config(model=LLAMA_31, fallback_models=(GLM,))))
+def test_a_named_model_that_does_not_take_tools_is_a_400_even_with_fallbacks_that_do():
+    config = Config(model=GLM, fallback_models=(LLAMA_31,))
+    error = refusal(lambda: validate_chat({"messages": [USER], "tools": [tool()], "model": LLAMA_31}, config))
     assert error.param == "tools" and LLAMA_31 in error.message
+
+
+def test_when_no_model_was_named_the_workers_order_keeps_those_that_take_tools():
+    config = Config(model=LLAMA_31, fallback_models=(GRANITE, GLM, LLAMA_33))
+    assert validate_chat({"messages": [USER], "tools": [tool()]}, config).models == (GLM, LLAMA_33)
+    none_take_them = Config(model=LLAMA_31, fallback_models=(GRANITE,))
+    assert refusal(lambda: validate_chat({"messages": [USER], "tools": [tool()]}, none_take_them)).param == "tools"
+
+
+def test_a_history_of_calls_without_tools_is_also_kept_from_models_that_take_none():
+    config = Config(model=GLM, fallback_models=(GRANITE, LLAMA_33), max_input_chars=600_000)
+    assert validate_chat({"messages": with_calls(call())}, config).models == (GLM, LLAMA_33)
+    assert validate_chat({"messages": [USER]}, config).models == ()  # no tools anywhere: MODEL's order as it is
 
 
 def test_a_model_the_catalog_does_not_list_is_assumed_to_take_tools():
@@ -357,7 +371,8 @@ def test_ids_are_kept_as_they_are():
     messages = [USER, {"role": "assistant", "content": "Let me look.", "tool_calls": [{"id": odd, "function": {"name": "x.y", "arguments": "not json"}}]},
                 {"role": "tool", "tool_call_id": odd, "content": ""}]
     turn = validate_chat({"messages": messages}, CONFIG)
-    assert turn.messages[1] == {"role": "assistant", "content": "Let me look.", "tool_calls": [call(odd, "x.y", "not json")]}
+    # Arguments that are not a JSON object reach the model as {} (checked_arguments says why).
+    assert turn.messages[1] == {"role": "assistant", "content": "Let me look.", "tool_calls": [call(odd, "x.y", "{}")]}
     assert turn.messages[2] == {"role": "tool", "tool_call_id": odd, "name": "x.y", "content": ""}
 
 
@@ -447,8 +462,8 @@ def test_a_tool_call_id_is_checked_like_a_call_id():
 @pytest.mark.parametrize(
     ("arguments", "ok"),
     [
-        pytest.param("a" * (256 * 1024), True, id="256-KiB"),
-        pytest.param("a" * (256 * 1024 + 1), False, id="256-KiB-and-a-byte"),
+        pytest.param('{"a":"' + "a" * (256 * 1024 - 8) + '"}', True, id="256-KiB"),
+        pytest.param('{"a":"' + "a" * (256 * 1024 - 7) + '"}', False, id="256-KiB-and-a-byte"),
         pytest.param("\u00e9" * (128 * 1024 + 1), False, id="bytes-not-characters"),
         pytest.param({"timezone": "UTC"}, False, id="an-object-not-a-string"),
         pytest.param(None, False, id="missing"),
@@ -488,7 +503,7 @@ def test_malformed_calls_and_results_are_refused_naming_the_field(message, param
 def test_arguments_and_results_count_towards_max_input_chars():
     small = Config(model=GLM, max_input_chars=60)
     messages = [{"role": "user", "content": "u" * 10},
-                {"role": "assistant", "content": "a" * 10, "tool_calls": [call(arguments="g" * 20)]},
+                {"role": "assistant", "content": "a" * 10, "tool_calls": [call(arguments='{"g":"' + "g" * 12 + '"}')]},
                 {"role": "tool", "tool_call_id": "call_1", "content": "r" * 20}]
     assert validate_chat({"messages": messages}, small)
     messages[2] = {**messages[2], "content": "r" * 21}
@@ -561,13 +576,15 @@ def test_ui_calls_without_a_result_are_left_out_with_their_empty_steps():
                                    {"role": "user", "content": "again"}]
 
 
-def test_a_ui_input_that_failed_to_parse_is_sent_back_as_the_model_wrote_it():
+def test_a_ui_input_that_failed_to_parse_reaches_the_model_as_an_empty_object():
     turn = validate_ui_chat({"messages": [
         ui("user", text("hi")),
         ui("assistant", {"type": "tool-a", "toolCallId": "c1", "state": "output-error", "rawInput": '{"x":', "errorText": "bad JSON"},
            {"type": "dynamic-tool", "toolName": "b", "toolCallId": "c2", "state": "output-error", "input": "{oops", "errorText": "bad"}),
     ]}, CONFIG)
-    assert [c["function"]["arguments"] for c in turn.messages[1]["tool_calls"]] == ['{"x":', "{oops"]
+    # vLLM cannot read them back (checked_arguments); the error result says what happened.
+    assert [c["function"]["arguments"] for c in turn.messages[1]["tool_calls"]] == ["{}", "{}"]
+    assert [m["content"] for m in turn.messages[2:]] == ["bad JSON", "bad"]
     assert turn.messages[-1]["role"] == "tool", "a turn may end with the results"
 
 
@@ -657,3 +674,14 @@ def test_a_ui_conversation_that_ends_with_the_assistant_is_continued_in_that_mes
     assert validate_ui_chat(payload, CONFIG).continues_message == "a1"
     payload["messages"].append({"id": "u2", "role": "user", "parts": [{"type": "text", "text": "and now?"}]})
     assert validate_ui_chat(payload, CONFIG).continues_message is None
+
+
+@pytest.mark.parametrize("arguments", ["not json", "[1, 2]", "42", '"text"', "null", "[" * 100 + "]" * 100, ""])
+def test_history_arguments_that_are_not_a_json_object_reach_the_model_as_an_empty_object(arguments):
+    turn = validate_chat({"messages": with_calls(call(arguments=arguments))}, CONFIG)
+    assert turn.messages[1]["tool_calls"][0]["function"]["arguments"] == "{}"
+
+
+def test_history_arguments_that_are_a_json_object_are_sent_as_they_are():
+    text = '{ "zone" : "UTC", "n": 1e400 }'  # spacing and numbers kept as the model wrote them
+    assert validate_chat({"messages": with_calls(call(arguments=text))}, CONFIG).messages[1]["tool_calls"][0]["function"]["arguments"] == text

@@ -14,17 +14,11 @@ from typing import Any
 from tests.runtime.harness import LocalRuntime, RuntimeOptions
 from tests.runtime.scripts import done_frame, scripted_options, send, sleep
 from tests.runtime.scripts import script as upstream
+from tests.runtime.test_emulator_tools import TIME
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAT = Path(__file__).with_name("chat_tools_with_ai_sdk.mjs")
 
-TIME = {"type": "function", "function": {
-    "name": "current_time", "description": "The current time in a timezone.",
-    "parameters": {"type": "object", "properties": {
-        "timezone": {"type": "string", "examples": ["UTC"]},
-        "format": {"type": "string"},
-    }, "required": ["timezone"]},
-}}
 ASK_TIME = "What is the current time in UTC?"
 # Each model in its own framing, as Workers AI streams it (the default model's: OpenAI-style).
 OWN_FRAMING = RuntimeOptions(ai_pace=0, ai_format=None)

@@ -86,7 +86,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     options = options or {}
     checked = checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages)
     if tools.uses_tools(tool_inputs, checked):
-        models = tools.models_taking_tools(models)
+        models = tools.models_taking_tools(models, field="tools" if tool_inputs else "messages")
     turn = ChatTurn(
         messages=checked,
         max_tokens=_max_tokens(payload, config),

@@ -179,17 +179,19 @@ def uses_tools(tool_inputs: Mapping[str, Any], messages: Sequence[Mapping[str, A
     return bool(tool_inputs) or any("tool_calls" in message or message["role"] == "tool" for message in messages)
 
 
-def models_taking_tools(models: Sequence[str], *, named: bool = True) -> tuple[str, ...]:
+def models_taking_tools(models: Sequence[str], *, named: bool = True, field: str = "tools") -> tuple[str, ...]:
     """`models` (the requested or primary model first, then its fallbacks) without those
     that do not take tools. `named`: the client asked for the first one, so it must take
     them (answering with another would be a surprise); else the Worker's own order is
-    only filtered. Raises ApiError(400) on `tools` when no model is left to answer."""
+    only filtered. `field`: what asks for tools ("tools", or "messages" for a history of
+    calls). Raises ApiError(400) on `field` when no model is left to answer."""
     first = models[0]
+    why = "does not take tools" if field == "tools" else "does not take tools, which the conversation's calls need"
     if named and not takes_tools(first):
-        raise invalid_request(f"tools: {first} does not take tools.", param="tools")
+        raise invalid_request(f"{field}: {first} {why}.", param=field)
     taking = tuple(model for model in models if takes_tools(model))
     if not taking:
-        raise invalid_request("tools: none of the models this Worker serves takes tools.", param="tools")
+        raise invalid_request(f"{field}: none of the models this Worker serves takes tools.", param=field)
     return taking
 
 

@@ -122,7 +122,7 @@ def _checked_turn(
     if tools.uses_tools(tool_inputs, checked):
         # Spelled out even when the client named no model, so that MODEL's order leaves
         # out the models that take no tools too (MODEL itself, when it takes none).
-        models = tools.models_taking_tools(models or config.models, named=named)
+        models = tools.models_taking_tools(models or config.models, named=named, field="tools" if tool_inputs else "messages")
     return ChatTurn(
         messages=checked,
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config),

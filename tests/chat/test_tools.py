@@ -319,6 +319,8 @@ def test_a_history_of_calls_without_tools_is_also_kept_from_models_that_take_non
     config = Config(model=GLM, fallback_models=(GRANITE, LLAMA_33), max_input_chars=600_000)
     assert validate_chat({"messages": with_calls(call())}, config).models == (GLM, LLAMA_33)
     assert validate_chat({"messages": [USER]}, config).models == ()  # no tools anywhere: MODEL's order as it is
+    named = refusal(lambda: validate_chat({"messages": with_calls(call()), "model": GRANITE}, config))
+    assert named.param == "messages" and "conversation's calls" in named.message  # not `tools`: the request sent none
 
 
 def test_a_model_the_catalog_does_not_list_is_assumed_to_take_tools():

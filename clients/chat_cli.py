@@ -12,6 +12,8 @@ line, always the last line written there:
     complete chunks=N chars=M     exit 0   the stream ended with `done` ([DONE] with --raw),
       [tool_calls=K]                       and K tool calls when the model made some
     cancelled after N chunks      exit 3   --cancel-after N: left after N chunks
+    output_closed after N chunks  exit 3   stdout was closed (`| head`): left, quietly
+    interrupted after N chunks    exit 130 Ctrl-C (SIGINT): left, no traceback
     stream_error: CODE            exit 4   an `error` event, an HTTP error, or a client code:
                                            truncated, timeout, connection_failed,
                                            http_error, unexpected_response, malformed_stream
@@ -23,10 +25,15 @@ means bad usage or an unreadable --history or --tools file (nothing is sent then
 --timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
 --token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
 
+--history FILE.json holds the conversation so far (missing: a new one): its turns are sent
+before the question, and a complete answer appends the question and the answer to it, so
+the next run goes on from there. A turn that did not complete is not written.
+
 --resume asks for a resumable answer: when the connection drops (or no event comes for
 --timeout seconds) the client reconnects with Last-Event-ID and goes on where it left off,
 up to RESUME_ATTEMPTS times in a row, and the status line ends with `resumed=K`, the
-number of reconnections. With --cancel-after the answer is stopped on the server (DELETE).
+number of reconnections. With --cancel-after, Ctrl-C or a closed stdout the answer is
+stopped on the server (DELETE): leaving alone would not stop a resumable answer.
 
 --tools FILE.json offers the model tools: a JSON list in OpenAI's function-tool shape
 (`[{"type": "function", "function": {"name": ..., "parameters": {...}}}]`), or an object
@@ -69,6 +76,7 @@ MAX_ERROR_BODY = 64 * 1024
 LINE_END = re.compile(r"\r\n|\r|\n")
 
 EXIT_COMPLETE, EXIT_USAGE, EXIT_CANCELLED, EXIT_STREAM_ERROR = 0, 2, 3, 4
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 RESUME_ATTEMPTS = 5  # reconnections in a row without a new event before giving up
 RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
 
@@ -177,7 +185,7 @@ class EventStreamParser:
 
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    kind: str  # "complete", "cancelled" or "error"
+    kind: str  # "complete", "cancelled", "output_closed", "interrupted" or "error"
     chunks: int
     chars: int
     tool_calls: int = 0  # complete tool calls the answer made
@@ -186,6 +194,7 @@ class Outcome:
     request_id: str | None = None
     retry_after: str | None = None
     resumed: int | None = None  # reconnections, with --resume
+    answer: dict[str, Any] | None = None  # a complete answer as an assistant message, for --history
 
     @property
     def status_line(self) -> str:
@@ -193,15 +202,17 @@ class Outcome:
             line = f"complete chunks={self.chunks} chars={self.chars}"
             if self.tool_calls:
                 line += f" tool_calls={self.tool_calls}"
-        elif self.kind == "cancelled":
-            line = f"cancelled after {self.chunks} chunks"
+        elif self.kind in ("cancelled", "output_closed", "interrupted"):
+            line = f"{self.kind} after {self.chunks} chunks"
         else:
             line = f"stream_error: {self.code}"
         return line if self.resumed is None else f"{line} resumed={self.resumed}"
 
     @property
     def exit_code(self) -> int:
-        return {"complete": EXIT_COMPLETE, "cancelled": EXIT_CANCELLED}.get(self.kind, EXIT_STREAM_ERROR)
+        codes = {"complete": EXIT_COMPLETE, "cancelled": EXIT_CANCELLED, "output_closed": EXIT_CANCELLED,
+                 "interrupted": EXIT_INTERRUPTED}
+        return codes.get(self.kind, EXIT_STREAM_ERROR)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -227,21 +238,35 @@ class AnswerReader:
         self.tool_calls = 0
         self.request_id: str | None = None
         self.stream_id: str | None = None  # a resumable answer's name, from `meta`
+        self._text: list[str] = []  # the answer, for --history
+        self._calls: list[dict[str, Any]] = []
 
     def take(self, event: Event) -> Reading:
         reading = self._interpret(event)
         if reading.text:
             self.chunks += 1
             self.chars += len(reading.text)  # code points, as the protocol's `chars`
+            self._text.append(reading.text)
         if reading.tool_call is not None:
             self.tool_calls += 1
+            call = reading.tool_call
+            self._calls.append({"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}})
         return reading
+
+    def answer(self) -> dict[str, Any]:
+        """The answer so far as the assistant message a history holds."""
+        text = "".join(self._text)
+        if not self._calls:
+            return {"role": "assistant", "content": text}
+        return {"role": "assistant", "content": text or None, "tool_calls": list(self._calls)}
 
     def _interpret(self, event: Event) -> Reading:
         raise NotImplementedError
 
     def outcome(self, kind: str, **fields: Any) -> Outcome:
         fields.setdefault("request_id", self.request_id)
+        if kind == "complete":
+            fields["answer"] = self.answer()
         return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, tool_calls=self.tool_calls, **fields)
 
 
@@ -399,8 +424,18 @@ async def ask(
                 pass  # nobody reading: the server stops it after its grace period
 
         on_cancel = stop_on_server if resume else None
-        outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
         resumed = failures = 0
+        try:
+            outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
+        except asyncio.CancelledError:
+            # Ctrl-C: asyncio.run cancels this task; returning instead of raising ends the
+            # run normally, with a status line and no traceback. The cancel is taken back
+            # first, so that the stop below is not cancelled in its turn.
+            _uncancel()
+            if on_cancel is not None and reader.stream_id:
+                await on_cancel()
+            interrupted = reader.outcome("interrupted")
+            return dataclasses.replace(interrupted, resumed=0) if resume else interrupted
         while resume and outcome.code in ("truncated", "timeout", "connection_failed") and reader.stream_id and failures < RESUME_ATTEMPTS:
             # The connection dropped: come back after the last event that arrived whole.
             await asyncio.sleep(RESUME_BACKOFF_S[failures])
@@ -410,12 +445,23 @@ async def ask(
             deadline.restart()
             headers_again = {**headers, "last-event-id": parser.last_event_id}
             request = client.build_request("GET", f"{base}/api/chat/streams/{reader.stream_id}", headers=headers_again)
-            outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
+            try:
+                outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
+            except asyncio.CancelledError:
+                _uncancel()
+                await on_cancel()  # resume is on, and the stream has a name
+                return dataclasses.replace(reader.outcome("interrupted"), resumed=resumed)
             if (reader.chunks, parser.last_event_id) != events_before:
                 failures = 0  # progress: the attempts count again from here
     if resume:
         outcome = dataclasses.replace(outcome, resumed=resumed)
     return outcome
+
+
+def _uncancel() -> None:
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
 
 
 def _resumed_parser(last_event_id: str) -> EventStreamParser:
@@ -442,7 +488,7 @@ async def _exchange(
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
         outcome = await read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
-        if outcome.kind == "cancelled" and on_cancel is not None and reader.stream_id:
+        if outcome.kind in ("cancelled", "output_closed") and on_cancel is not None and reader.stream_id:
             await on_cancel()
         return outcome
     finally:
@@ -484,6 +530,8 @@ async def read_answer(
         return reader.outcome("error", code="timeout")
     except MalformedStream as error:
         return reader.outcome("error", code="malformed_stream", message=str(error))
+    except BrokenPipeError:
+        return reader.outcome("output_closed")  # `| head` has what it wanted: leave
     except httpx.TransportError:
         pass  # the connection broke mid-body: the same as an end with no terminal event
     return reader.outcome("error", code="truncated")
@@ -505,6 +553,8 @@ def read_history(path: Path) -> list[dict[str, Any]]:
     assistant turn with `tool_calls` may have null content, and `tool_calls` and
     `tool_call_id` are kept as they are (the Worker checks them). Raises OSError, or
     ValueError (HistoryError, JSONDecodeError) saying what is wrong."""
+    if not path.exists():
+        return []  # a new conversation: written when its first answer completes
     payload = json.loads(path.read_text(encoding="utf-8"))
     if isinstance(payload, dict):
         payload = payload.get("messages")
@@ -519,6 +569,15 @@ def read_history(path: Path) -> list[dict[str, Any]]:
             raise HistoryError(f"message {index} needs a string \"content\" (null only with \"tool_calls\")")
         history.append({key: message[key] for key in ("role", "content", "tool_calls", "tool_call_id") if key in message})
     return history
+
+
+def append_turn(path: Path, history: list[dict[str, Any]], question: str, answer: dict[str, Any]) -> None:
+    """Writes the conversation with this turn added, whole (a file that is replaced, never
+    half written), so that the next run goes on from it."""
+    messages = [*history, {"role": "user", "content": question}, answer]
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(messages, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def read_tools(path: Path) -> list[dict[str, Any]]:
@@ -584,6 +643,8 @@ def usage_error(message: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if not args.question.strip():
+        return usage_error("the question is empty")
     if args.tools is not None and args.raw:
         # Raw frames are Workers AI's own: their tool calls are not read, so none would show.
         return usage_error("--tools: not allowed with --raw")
@@ -605,9 +666,18 @@ def main(argv: list[str] | None = None) -> int:
         token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
         reasoning_effort=args.reasoning_effort, tools=tools,
     ))
-    if writer.needs_newline:
+    if outcome.kind == "output_closed":
+        # Nothing more can reach stdout: point it at /dev/null, so that the flush at exit
+        # does not print an error about the closed pipe (Python's documented way).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    elif writer.needs_newline:
         sys.stdout.write("\n")
         sys.stdout.flush()
+    if args.history is not None and outcome.answer is not None:
+        try:
+            append_turn(args.history, history, args.question, outcome.answer)
+        except OSError as problem:
+            print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
     if outcome.message or outcome.retry_after:
         details = ", ".join(part for part in (
             f"request {outcome.request_id}" if outcome.request_id else "",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -22,6 +23,7 @@ from tests.frontends.upstreams import (
     CURRENT_TIME,
     FAILING,
     GENERATED,
+    LONG_STORY,
     MAX_MESSAGES,
     RATE_LIMITED,
     SLOW_ANSWER,
@@ -354,3 +356,71 @@ def test_a_bad_tools_file_is_a_usage_error_before_any_request(tmp_path, content)
 def test_tools_and_raw_cannot_go_together(tmp_path):
     result = run_cli("--url", "http://127.0.0.1:9", "--raw", "--tools", write_tools(tmp_path, [CURRENT_TIME]), QUESTION)
     assert result.exit_code == 2 and "--tools: not allowed with --raw" in result.stderr
+
+
+# --- leaving early: Ctrl-C and a closed pipe ---------------------------------------------
+
+
+def start_cli(runtime_url: str, *args: str) -> subprocess.Popen[bytes]:
+    # The long story: about 4 s, so that the client leaves while the model is writing.
+    return subprocess.Popen([sys.executable, str(CLI), "--url", runtime_url, *args, LONG_STORY], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["plain", "resumable"])
+def test_ctrl_c_ends_with_the_status_line_and_exit_130_and_stops_a_resumable_answer(start_runtime, resume):
+    runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
+    process = start_cli(runtime.url, *(["--resume"] if resume else []))
+    assert process.stdout is not None and process.stderr is not None
+    assert os.read(process.stdout.fileno(), 65536)  # the answer has begun
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=30)
+    assert process.returncode == 130, stderr
+    lines = stderr.decode().splitlines()
+    assert "Traceback" not in stderr.decode() and len(lines) == 1
+    assert lines[-1].startswith("interrupted after ") and lines[-1].endswith(" resumed=0" if resume else " chunks")
+    if resume:
+        # Leaving alone would not stop a resumable answer: the client stopped it.
+        runtime.wait_for_record("chat_resumable_stopped", since=mark)
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["plain", "resumable"])
+def test_a_closed_stdout_ends_quietly_and_stops_the_answer(start_runtime, resume):
+    runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
+    process = start_cli(runtime.url, *(["--resume"] if resume else []))
+    assert process.stdout is not None and process.stderr is not None
+    assert os.read(process.stdout.fileno(), 65536)
+    process.stdout.close()  # as `| head -1` does once it has its line
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=30) == 3, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    assert stderr.splitlines()[-1].startswith("output_closed after ")
+    if resume:
+        runtime.wait_for_record("chat_resumable_stopped", since=mark)
+    runtime.wait_for_record("ai_upstream_cancelled", since=mark)
+
+
+def test_an_empty_question_is_a_usage_error():
+    result = run_cli("--url", "http://127.0.0.1:9", " \n")
+    assert result.exit_code == 2 and "empty" in result.stderr
+
+
+def test_the_history_file_grows_by_each_complete_turn(start_runtime, tmp_path):
+    runtime = start_runtime(SLOW_ANSWER)
+    path = tmp_path / "conversation.json"  # missing: a new conversation
+    first = run_cli("--url", runtime.url, "--history", str(path), QUESTION)
+    assert first.exit_code == 0, first.stderr
+    assert json.loads(path.read_text()) == [{"role": "user", "content": QUESTION},
+                                            {"role": "assistant", "content": first.stdout.removesuffix("\n")}]
+    mark = len(runtime.lines)
+    second = run_cli("--url", runtime.url, "--history", str(path), "And then?")
+    assert second.exit_code == 0, second.stderr
+    saved = json.loads(path.read_text())
+    assert [m["role"] for m in saved] == ["user", "assistant", "user", "assistant"] and saved[2]["content"] == "And then?"
+    # The second request carried the first turn.
+    assert [m["role"] for m in runtime.wait_for_record("ai_run", since=mark)["history"]][-3:] == ["user", "assistant", "user"]
+    refused = run_cli("--url", runtime.url, "--history", str(path), "One more?")  # over this runtime's MAX_MESSAGES
+    assert refused.exit_code == 4 and json.loads(path.read_text()) == saved, "a turn that did not complete is not written"

@@ -11,10 +11,12 @@ PYTEST_ARGS ?=
 
 .PHONY: setup browser dev lint test bench deploy-check deploy clean
 
-setup: $(VENV)/.installed node_modules/.installed browser
+# What `make dev` needs: no browser, nothing installed as root.
+setup: $(VENV)/.installed node_modules/.installed
 	@$(BIN)/python devtools/build_pyodide_bundle.py
 
-# Debian's Chromium for the chat page's browser tests (no browser download from npm).
+# Debian's Chromium for the chat page's browser tests only (no browser download from npm);
+# apt-get needs root: elsewhere, install a Chromium yourself and put it on PATH.
 browser:
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing Debian's chromium for the browser tests"; \
@@ -39,7 +41,7 @@ lint: setup
 	$(BIN)/mypy
 
 # Branch coverage of the sans-IO core (src/sse) is reported and must stay at 95% or more.
-test: setup lint
+test: setup browser lint
 	$(BIN)/python -m pytest --cov=src/sse --cov-branch --cov-report=term-missing:skip-covered --cov-fail-under=95 $(PYTEST_ARGS)
 
 # Side-by-side benchmarks in the local runtime; results and charts for docs/benchmarks.md.

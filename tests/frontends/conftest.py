@@ -40,7 +40,7 @@ class PageRun:
 
 def drive_pages(url: str, scenarios: tuple[str, ...], screenshot: Path | None = None) -> dict[str, dict[str, Any]]:
     if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing: `make setup` installs Debian's chromium")
+        pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (as root), or set CHROMIUM_PATH to another")
     command = [str(NODE), str(DRIVER), url, ",".join(scenarios)]
     if screenshot is not None:
         command.append(str(screenshot))

@@ -533,7 +533,31 @@ input.addEventListener("input", fitInput);
 // Stop stops the answer on the server too (chat-stream.js sends DELETE).
 stopButton.addEventListener("click", () => active?.controller.abort());
 
+// Settings closes as a dialog does: on Escape (focus back on its summary, where it was)
+// or on a click outside it.
+const settingsSummary = settings.querySelector("summary");
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Escape" || !settings.open) return;
+  settings.open = false;
+  settingsSummary.focus();
+});
+document.addEventListener("click", (event) => {
+  if (settings.open && !settings.contains(event.target)) settings.open = false;
+});
+
+// The model is named before the first answer: the Worker's own list has MODEL first.
+async function showModel() {
+  try {
+    const response = await fetch("/v1/models", { headers: authHeaders() });
+    const first = response.ok ? (await response.json())?.data?.[0]?.id : null;
+    if (typeof first === "string" && !modelLine.textContent) modelLine.textContent = first;
+  } catch {
+    // Offline, or a token is needed first: the first answer's `meta` names it.
+  }
+}
+
 // Leaving the page does not stop the answer: a reload picks it up. One nobody comes back
 // for is stopped by the Worker after RESUME_GRACE_MS (60 s by default).
 restore();
+showModel();
 input.focus();

@@ -374,6 +374,25 @@ const scenarios = {
   },
 
   /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */
+  async settings(page, report) {
+    // Before any answer: the model comes from GET /v1/models.
+    await page.waitForFunction(() => document.getElementById("model").textContent !== "", null, { timeout: 15000 });
+    report.model = await page.locator("#model").textContent();
+    const isOpen = () => page.evaluate(() => document.getElementById("settings").open);
+    const summary = page.locator("#settings summary");
+    await summary.click();
+    report.openedByClick = await isOpen();
+    await page.keyboard.press("Escape");
+    report.afterEscape = { open: await isOpen(), focusOnSummary: await page.evaluate(() => document.activeElement?.tagName === "SUMMARY") };
+    await summary.click();
+    await page.locator("#transcript").click({ position: { x: 10, y: 10 } });
+    report.openAfterOutsideClick = await isOpen();
+    report.send = await page.evaluate(() => {
+      const style = getComputedStyle(document.getElementById("send"));
+      return { color: style.color, background: style.backgroundColor };
+    });
+  },
+
   async phone(page, report) {
     await page.setViewportSize({ width: 360, height: 700 });
     await ask(page, "A long unbroken token: " + "x".repeat(200));

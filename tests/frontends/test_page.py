@@ -36,7 +36,7 @@ from tests.frontends.upstreams import (
 from tests.runtime.harness import ROOT
 
 SCREENSHOT = ROOT / "docs" / "chat-page.png"
-SLOW_SCENARIOS = ("answer", "markup", "cut_off", "too_long", "phone", "resume_drop", "reload")
+SLOW_SCENARIOS = ("answer", "markup", "cut_off", "too_long", "phone", "resume_drop", "reload", "settings")
 # Stop runs on its own: with eight pages streaming at once, the stop of a resumable answer
 # was seen to end it on the Worker's side (its `stopped` event, the DELETE logged) while the
 # local emulator still wrote the model's stream to its end, which it never did with fewer
@@ -310,6 +310,25 @@ def test_a_turn_over_the_body_limit_is_explained_and_put_back_in_the_input(run_p
     assert answer["outcome"] == "error" and "too long" in answer["notice"]
     assert answer["retry"] is None, "resending the same text cannot help"
     assert report["inputLength"] == report["sentLength"]
+
+
+def contrast(foreground: str, background: str) -> float:
+    """WCAG 2's contrast ratio of two computed `rgb(r, g, b)` colours."""
+    def luminance(color: str) -> float:
+        channels = [int(part) / 255 for part in color[color.index("(") + 1 : color.index(")")].split(",")[:3]]
+        linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    lighter, darker = sorted((luminance(foreground), luminance(background)), reverse=True)
+    return (lighter + 0.05) / (darker + 0.05)
+
+
+def test_the_model_is_named_before_any_answer_and_settings_closes_like_a_dialog(run_pages):
+    report = slow_run(run_pages).report("settings")
+    assert report["model"] == "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL, from GET /v1/models
+    assert report["openedByClick"] is True
+    assert report["afterEscape"] == {"open": False, "focusOnSummary": True}, "Escape closes it, focus goes back"
+    assert report["openAfterOutsideClick"] is False, "a click outside closes it"
+    assert contrast(report["send"]["color"], report["send"]["background"]) >= 4.5, report["send"]  # WCAG AA
 
 
 def test_the_page_fits_a_phone_width_screen(run_pages):

@@ -332,8 +332,9 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
 
 
 def _is_message_id(value: object) -> bool:
-    # The SDK makes 16-character ids; an app may set its own (UUIDs): printable, bounded.
-    return isinstance(value, str) and 0 < len(value) <= MAX_CHAT_ID_CHARS and value.isprintable()
+    # The SDK makes 16-character ids; an app may set its own (UUIDs): the same rule as the
+    # ids of tool calls, so that any id a client may send is continued, not replaced.
+    return isinstance(value, str) and 0 < len(value) <= tools.MAX_ID_CHARS and value.isprintable()
 
 
 def _ui_text(parts: list[Any], where: str) -> str:

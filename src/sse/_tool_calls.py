@@ -33,12 +33,14 @@ ToolEvent = ToolCallStart | ToolCallDelta | ToolCall
 MAX_TOOL_NAME_CHARS = 256
 MAX_TOOL_ID_CHARS = 256
 
-# OpenAI takes at most 128 tools per request; an answer calling more is not a real one.
+# Workers AI's OpenAI-style model schemas take at most 128 functions a request (model
+# pages, checked 2026-12-01): an answer calling more is not a real one.
 MAX_TOOL_CALLS = 128
 # One call's arguments: room for a whole source file written by a coding agent, and small
 # enough that the frame of a whole call (its arguments as a JSON string, and again parsed:
 # at most 6 bytes a character each, as for "\u001f" or a lone surrogate) stays a row a
-# resumable answer's storage takes (2 MB).
+# resumable answer's storage takes ("Maximum string, BLOB or table row size: 2 MB",
+# developers.cloudflare.com/durable-objects/platform/limits/, checked 2026-12-01).
 MAX_TOOL_CALL_CHARS = 128 * 1024
 # The longest frame of a whole call, in bytes, with room for its id, name and keys.
 MAX_TOOL_FRAME_BYTES = 12 * MAX_TOOL_CALL_CHARS + 6 * (MAX_TOOL_NAME_CHARS + MAX_TOOL_ID_CHARS) + 1024

@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 .PHONY: setup browser dev lint test bench deploy-check deploy clean
 
 # What `make dev` needs: no browser, nothing installed as root.
-setup: $(VENV)/.installed node_modules/.installed
+setup: $(VENV)/.installed node_modules/.installed public/vendor/markdown-it.mjs
 	@$(BIN)/python devtools/build_pyodide_bundle.py
 
 # Debian's Chromium for the chat page's browser tests only (no browser download from npm);
@@ -31,6 +31,11 @@ $(VENV)/.installed: pyproject.toml
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
+
+# The chat page's markdown renderer, served with the page: the pinned npm package's browser build.
+public/vendor/markdown-it.mjs: node_modules/.installed
+	@mkdir -p $(@D)
+	cp node_modules/markdown-it/dist/browser/markdown-it.esm.min.mjs $@
 
 dev: setup
 	$(BIN)/python devtools/dev.py --port $(PORT) $(DEV_ARGS)
@@ -65,4 +70,4 @@ deploy: setup
 	$(BIN)/pywrangler deploy
 
 clean:
-	rm -rf $(VENV) node_modules .dev .wrangler
+	rm -rf $(VENV) node_modules .dev .wrangler public/vendor

@@ -1,7 +1,11 @@
-// The chat page: keeps the conversation in the page, streams each answer with
-// chat-stream.js, and renders model text as text (text nodes only, never HTML). It offers
-// the model the built-in tools of tools.js and runs the calls the model makes.
+// The chat page: streams each answer with chat-stream.js and renders it as markdown while
+// it streams (markdown.js: no raw HTML, https links only, no images); everything else the
+// model writes (reasoning, tool calls) and everything the user writes is shown as text.
+// It offers the model the built-in tools of tools.js and runs the calls the model makes.
+// Conversations are kept in this browser (chats.js) and listed under "Chats".
 import { streamChat } from "./chat-stream.js";
+import { MarkdownView } from "./markdown.js";
+import { ChatStore, requestMessages } from "./chats.js";
 import { ERROR_PREFIX, TOOL_DEFINITIONS, runToolCall } from "./tools.js";
 
 const REASONING_EFFORT = "low";
@@ -17,6 +21,8 @@ const modelLine = $("model");
 const emptyHint = $("empty");
 const settings = $("settings");
 const tokenInput = $("token");
+const chatsMenu = $("chats");
+const chatList = $("chat-list");
 
 // The access token lives in sessionStorage: it survives a reload of this tab and is gone
 // when the tab closes; it is only ever sent in the Authorization header, never in a URL.
@@ -33,27 +39,26 @@ function authHeaders() {
   return token ? { authorization: `Bearer ${token}` } : {};
 }
 
-// The settled turns sent as context with each request, exactly as they are sent. Only
-// complete answers are added: a stopped, failed or cut-off answer stays on screen but is
-// not sent back to the model. An answer that calls tools adds itself with its calls
-// ({role: "assistant", content, tool_calls}) and one {role: "tool"} message per result.
-const conversation = [];
+const store = new ChatStore(localStorage, sessionStorage);
+// The open conversation: {id, entries}. Entries are the turns as sent ({role: "user"},
+// {role: "assistant", content, tool_calls?}, {role: "tool"}), plus answers that did not
+// complete ({role: "assistant", content, incomplete: {kind, notice, retry, requestId}}),
+// kept so that a stopped or failed answer survives a reload; chats.js's requestMessages
+// decides what of them is sent back to the model.
+let chat = store.create();
 // Answers that call tools are answered again automatically with the results, at most this
 // many times after one user message, so that a model that keeps calling tools cannot keep
 // the page busy for ever.
 const MAX_TOOL_ROUNDS = 5;
-// Answers are resumable (docs/protocol.md): a dropped connection reconnects where it left
-// off, and a reload picks up an answer still being written. The conversation and the
-// answer in progress are kept in sessionStorage (this tab only) for that.
-const SAVED = "chat-page-v1";
-const turnOf = new WeakMap(); // assistant message element -> {turn, userItem} it answers
-let active = null; // {controller} while an answer streams
+let active = null; // {controller, chat} while an answer streams
 let retryTimer = null; // the countdown of a rate-limited Retry
 
 // Codes with their own wording; any other code shows the server's (generic) message.
 const BEFORE_STREAM_TEXT = {
   payload_too_large: "Your message is too long. Shorten it and send it again.",
-  rate_limited: "Too many requests right now.",
+  // The Worker's own limit on this client, or the model's capacity (Workers AI 3040): the
+  // page cannot tell them apart, and neither is the user's fault.
+  rate_limited: "The service is busy right now.",
   unauthorized: "This server needs a valid access token: enter it under Settings, then retry.",
   origin_not_allowed: "This page is not allowed to use the chat API.",
   model_unavailable: "The model is not available right now.",
@@ -66,20 +71,30 @@ const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_
 // into the input box to be edited.
 const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
 
-function addMessage(role, text) {
+// --- the transcript -------------------------------------------------------------------------
+
+function addMessage(role, text, turn) {
   emptyHint.hidden = true;
   const item = document.createElement("li");
   item.className = `message ${role}`;
+  item.dataset.turn = String(turn); // the index of the user entry this message belongs to
   const author = document.createElement("span");
   author.className = "author";
   author.textContent = role === "user" ? "You" : "Assistant";
-  const content = document.createElement("p");
+  const content = document.createElement("div");
   content.className = "content";
-  content.textContent = text; // text, never HTML
   item.append(author, content);
+  if (role === "user") content.textContent = text; // text, never HTML
+  else viewOf(item).show(text);
   messagesList.append(item);
   scrollToEnd(true);
   return item;
+}
+
+const views = new WeakMap(); // assistant item -> its MarkdownView
+function viewOf(item) {
+  if (!views.has(item)) views.set(item, new MarkdownView(item.querySelector(".content")));
+  return views.get(item);
 }
 
 /**
@@ -149,14 +164,14 @@ function showToolResult(view, { content, error }) {
 }
 
 /** The calls of an answer that will not be run (it stopped, failed, or hit the bound). */
-function markNotRun(views) {
-  for (const view of views.values()) {
+function markNotRun(calls) {
+  for (const view of calls.values()) {
     if (!view.section.querySelector(".tool-result")) view.status.textContent = "not run";
   }
 }
 
-/** A call's arguments as chat-stream.js gives them to onToolCall (a restored history has
- * only the text). */
+/** A call's arguments as chat-stream.js gives them to onToolCall (a saved chat has only
+ * the text). */
 function parsedCall(name, argumentsText) {
   let input = null;
   try {
@@ -168,19 +183,36 @@ function parsedCall(name, argumentsText) {
   return isObject ? { name, arguments: argumentsText, input } : { name, arguments: argumentsText, input: null, input_error: "The arguments are not a JSON object." };
 }
 
-/** A collapsed "Thinking" section above the answer's text; returns its text node. */
+/** A collapsed "Thinking" section above the answer's text; returns its view. */
 function addThinking(item) {
   const section = document.createElement("details");
   section.className = "thinking";
   const summary = document.createElement("summary");
   summary.textContent = "Thinking";
-  const body = document.createElement("p");
+  const body = document.createElement("div");
   body.className = "thinking-text";
-  const text = document.createTextNode("");
-  body.append(text);
   section.append(summary, body);
   item.querySelector(".content").before(section);
-  return text;
+  return new MarkdownView(body);
+}
+
+/** Copy and Regenerate under a settled answer. */
+function addAnswerActions(item) {
+  item.querySelector(".answer-actions")?.remove();
+  const actions = document.createElement("div");
+  actions.className = "answer-actions";
+  if (viewOf(item).text.trim()) actions.append(actionButton("Copy", "copy-answer", "Copy the answer as markdown"));
+  actions.append(actionButton("Regenerate", "regenerate", "Answer this turn again (the turns after it are removed)"));
+  item.append(actions);
+}
+
+function actionButton(label, className, title) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = `action ${className}`;
+  button.textContent = label;
+  button.title = title;
+  return button;
 }
 
 function nearEnd() {
@@ -220,8 +252,10 @@ function showNotice(item, text, { quiet = false, requestId = null, retry = false
     notice.append(id);
   }
   if (retry) notice.append(retryButton(item, retryAfter));
-  item.append(notice);
-  scrollToEnd();
+  item.querySelector(".answer-actions") ? item.querySelector(".answer-actions").before(notice) : item.append(notice);
+  // An error is announced (role=alert) and brought into view, wherever the reader was.
+  if (!quiet) notice.scrollIntoView({ block: "nearest" });
+  else scrollToEnd();
   return notice;
 }
 
@@ -230,11 +264,6 @@ function retryButton(item, waitSeconds) {
   button.type = "button";
   button.className = "retry";
   button.textContent = "Retry";
-  button.addEventListener("click", () => {
-    if (active) return;
-    item.querySelector(".notice")?.remove();
-    answer(item);
-  });
   if (waitSeconds > 0) {
     // Honour Retry-After: the button wakes up when the server said it may be asked again.
     let left = waitSeconds;
@@ -255,95 +284,79 @@ function retryButton(item, waitSeconds) {
   return button;
 }
 
-async function send(text) {
-  const turn = { role: "user", content: text };
-  conversation.push(turn);
-  save();
-  const userItem = addMessage("user", text);
-  const assistantItem = addMessage("assistant", "");
-  turnOf.set(assistantItem, { turn, userItem });
-  await answer(assistantItem);
-}
-
-function save(pending = null) {
-  try {
-    sessionStorage.setItem(SAVED, JSON.stringify({ conversation, pending }));
-  } catch {
-    // Storage full or disabled: the page works on, it only cannot resume after a reload.
-  }
-}
-
-/** After a reload: the saved turns again, and the answer in progress read from its start. */
-function restore() {
-  let saved;
-  try {
-    saved = JSON.parse(sessionStorage.getItem(SAVED) || "null");
-  } catch {
-    saved = null;
-  }
-  if (!saved || !Array.isArray(saved.conversation) || !saved.conversation.every(isTurn)) return;
-  conversation.push(...saved.conversation);
-  let lastUser = null;
+/** Draws the open conversation from its entries (a reload, or a chat reopened). */
+function drawChat() {
+  messagesList.replaceChildren();
+  emptyHint.hidden = chat.entries.length > 0;
+  let turn = -1;
   const calls = new Map(); // tool call id -> its section, for the results that follow
-  for (const turn of conversation) {
-    if (turn.role === "tool") {
-      const view = calls.get(turn.tool_call_id);
-      if (view) showToolResult(view, { content: turn.content, error: turn.content.startsWith(ERROR_PREFIX) });
-      continue;
+  chat.entries.forEach((entry, index) => {
+    if (entry.role === "tool") {
+      const view = calls.get(entry.tool_call_id);
+      if (view) showToolResult(view, { content: entry.content, error: entry.content.startsWith(ERROR_PREFIX) });
+      return;
     }
-    const item = addMessage(turn.role, turn.content);
-    if (turn.role === "user") lastUser = { turn, item };
-    for (const call of turn.tool_calls ?? []) {
+    if (entry.role === "user") turn = index;
+    const item = addMessage(entry.role, entry.content, turn);
+    if (entry.role === "user") return;
+    viewOf(item).flush();
+    item.dataset.state = "settled";
+    for (const call of entry.tool_calls ?? []) {
       const view = addToolCall(item, call.function.name);
       showToolInput(view, parsedCall(call.function.name, call.function.arguments));
       calls.set(call.id, view);
     }
-  }
-  // An answer was being written: to the user's turn, or to the results of tool calls.
-  const pending = saved.pending;
-  if (pending && typeof pending.streamId === "string" && lastUser && ["user", "tool"].includes(conversation.at(-1).role)) {
-    const assistantItem = addMessage("assistant", "");
-    turnOf.set(assistantItem, { turn: lastUser.turn, userItem: lastUser.item });
-    const round = Number.isSafeInteger(pending.round) ? pending.round : 0;
-    answer(assistantItem, { resume: { streamId: pending.streamId, lastEventId: "0" }, round });
-  }
+    if (entry.incomplete) {
+      item.dataset.outcome = entry.incomplete.kind;
+      markNotRun(calls);
+      const last = index === chat.entries.length - 1;
+      const { notice, quiet, requestId } = entry.incomplete;
+      showNotice(item, notice, { quiet, requestId, retry: last && entry.incomplete.retry });
+    }
+    if (!entry.tool_calls) addAnswerActions(item);
+  });
+  drawChatList();
+  scrollToEnd(true);
 }
 
-/** A turn as this page saves it: what it sends, nothing else. */
-function isTurn(turn) {
-  const isText = (value) => typeof value === "string";
-  switch (turn?.role) {
-    case "user":
-      return isText(turn.content);
-    case "assistant":
-      return isText(turn.content) && (turn.tool_calls === undefined || (Array.isArray(turn.tool_calls) && turn.tool_calls.every(
-        (call) => isText(call?.id) && isText(call.function?.name) && isText(call.function.arguments))));
-    case "tool":
-      return isText(turn.tool_call_id) && isText(turn.content);
-    default:
-      return false;
-  }
+// --- answering ----------------------------------------------------------------------------
+
+async function send(text) {
+  const turn = chat.entries.length;
+  chat.entries.push({ role: "user", content: text });
+  store.save(chat);
+  addMessage("user", text, turn);
+  drawChatList();
+  await answer(addMessage("assistant", "", turn));
 }
 
-/** Streams the answer to the conversation as it is into `item` (also used by Retry);
- * with `resume`, reads an answer already being made instead of asking for a new one.
- * `round` counts the automatic requests with tool results since the user's message. */
-async function answer(item, { resume = null, round = Number(item.dataset.round ?? 0) } = {}) {
+/** Answers the turn of `item` again: what followed its user message goes, on screen and
+ * in the conversation (Retry and Regenerate). */
+function regenerate(item) {
+  if (active) return;
+  const turn = Number(item.dataset.turn);
+  if (chat.entries[turn]?.role !== "user") return;
+  chat.entries.length = turn + 1;
+  store.save(chat);
+  const userItem = messagesList.querySelector(`li.message.user[data-turn="${turn}"]`);
+  while (userItem?.nextElementSibling) userItem.nextElementSibling.remove();
+  answer(addMessage("assistant", "", turn));
+}
+
+/** Streams the answer to the conversation as it is into `item`; with `resume`, reads an
+ * answer already being made instead of asking for a new one. `round` counts the automatic
+ * requests with tool results since the user's message. */
+async function answer(item, { resume = null, round = 0 } = {}) {
   clearRetries();
+  const owner = chat; // a new chat may be opened while this one streams
   const controller = new AbortController();
-  active = { controller };
+  active = { controller, chat: owner };
   setStreaming(true);
-  const content = item.querySelector(".content");
-  const text = document.createTextNode("");
-  content.replaceChildren(text);
-  item.querySelector(".thinking")?.remove(); // a retry thinks again
-  item.querySelector(".tool-calls")?.remove(); // and calls again
-  item.classList.remove("has-tools");
-  let thinking = null; // the text node of this answer's "thinking" section, once it has one
+  const view = viewOf(item);
+  let thinking = null; // the view of this answer's "thinking" section, once it has one
+  let reasoning = "";
   const calls = new Map(); // a call's index (from the stream) -> its section's parts
   item.dataset.state = "waiting";
-  item.dataset.round = String(round);
-  delete item.dataset.outcome;
   const streaming = () => {
     if (item.dataset.state === "reconnecting") {
       item.querySelector(".notice.reconnecting")?.remove();
@@ -352,7 +365,7 @@ async function answer(item, { resume = null, round = Number(item.dataset.round ?
     item.dataset.state = "streaming";
   };
 
-  const outcome = await streamChat(conversation.slice(), {
+  const outcome = await streamChat(requestMessages(owner.entries), {
     signal: controller.signal,
     headers: authHeaders(),
     // Thinking models spend reasoning from the answer's budget: "low" keeps the thinking
@@ -365,7 +378,7 @@ async function answer(item, { resume = null, round = Number(item.dataset.round ?
       modelLine.textContent = meta.model;
     },
     onStream: ({ streamId }) => {
-      if (item.dataset.streamId !== streamId) save({ streamId, round });
+      if (item.dataset.streamId !== streamId) store.setPending(owner, { streamId, round });
       item.dataset.streamId = streamId;
     },
     onReconnecting: () => {
@@ -375,15 +388,16 @@ async function answer(item, { resume = null, round = Number(item.dataset.round ?
       }
       statusLine.textContent = "Reconnecting.";
     },
-    onDelta: (piece) => {
+    onDelta: (piece, all) => {
       const follow = nearEnd();
       streaming();
-      text.appendData(piece); // a text node: markup in model output stays text
+      view.show(all);
       if (follow) scrollToEnd(true);
     },
     onReasoning: (piece) => {
       thinking ??= addThinking(item);
-      thinking.appendData(piece); // text, never HTML, as the answer
+      reasoning += piece;
+      thinking.show(reasoning);
     },
     onToolCallStart: ({ index, name }) => {
       streaming();
@@ -399,75 +413,89 @@ async function answer(item, { resume = null, round = Number(item.dataset.round ?
   });
 
   active = null;
+  view.show(outcome.text);
+  view.flush();
+  thinking?.flush();
   item.querySelector(".notice.reconnecting")?.remove();
   if (outcome.resumed) item.dataset.resumed = String(outcome.resumed);
   item.dataset.state = "settled";
   item.dataset.outcome = outcome.kind;
-  const next = settle(item, outcome, calls, round);
-  save();
+  const next = settle(owner, item, outcome, calls, round);
+  store.setPending(owner, null);
+  store.save(owner);
+  if (owner !== chat) return; // the user moved to another chat meanwhile
+  drawChatList();
   if (next) {
     // The results go back at once, in a new answer: Send stays disabled meanwhile.
-    turnOf.set(next, turnOf.get(item));
     return answer(next, { round: round + 1 });
   }
   setStreaming(false);
   if (document.activeElement === document.body || document.activeElement === stopButton) input.focus();
 }
 
-/** Ends an answer on screen and in the conversation. Returns the item of the next answer
+/** Ends an answer on screen and in its conversation. Returns the item of the next answer
  * when the model's tool calls ran and their results must be sent, else null. */
-function settle(item, outcome, calls, round) {
+function settle(owner, item, outcome, calls, round) {
   const requestId = outcome.requestId;
   const askedForTools = outcome.kind === "complete" && outcome.done?.finish_reason === "tool_calls" && outcome.toolCalls.length > 0;
-  if (askedForTools) return runTools(item, outcome, calls, round);
+  if (askedForTools) return runTools(owner, item, outcome, calls, round);
   markNotRun(calls); // a stopped or failed answer never runs its calls
+  // A complete answer joins the conversation; any other is kept with its notice.
+  const incomplete = (kind, notice, { quiet = false, retry = true, retryAfter = 0 } = {}) => {
+    owner.entries.push({ role: "assistant", content: outcome.text, incomplete: { kind, notice, quiet, retry, requestId: quiet ? null : requestId } });
+    showNotice(item, notice, { quiet, retry, requestId: quiet ? null : requestId, retryAfter });
+    statusLine.textContent = notice;
+  };
   switch (outcome.kind) {
     case "complete":
       if (outcome.text.trim()) {
-        conversation.push({ role: "assistant", content: outcome.text });
+        owner.entries.push({ role: "assistant", content: outcome.text });
         statusLine.textContent = "The answer is complete.";
       } else {
         // A thinking model can spend the whole token budget before it answers.
-        const message = outcome.done?.finish_reason === "length"
+        incomplete("empty", outcome.done?.finish_reason === "length"
           ? "The model used its whole token budget before it answered."
-          : "The model returned an empty answer.";
-        showNotice(item, message, { retry: true, requestId });
-        statusLine.textContent = message;
+          : "The model returned an empty answer.");
       }
-      return;
+      break;
     case "cancelled":
-      showNotice(item, "Stopped.", { quiet: true, retry: true });
-      statusLine.textContent = "Stopped.";
-      return;
+      incomplete("cancelled", "Stopped.", { quiet: true });
+      break;
     case "truncated":
-      showNotice(item, "The answer was cut off: the connection ended before it was complete.", { retry: true, requestId });
-      statusLine.textContent = "The answer was cut off.";
-      return;
+      incomplete("truncated", "The answer was cut off: the connection ended before it was complete.");
+      break;
     case "error":
       if (outcome.status === 200) {
         // An `error` event: keep any partial text, marked incomplete.
-        const partial = outcome.text ? " The text above is incomplete." : "";
-        showNotice(item, `The answer failed: ${outcome.message}${partial}`, { retry: true, requestId });
-      } else {
-        settleRefusal(item, outcome);
+        incomplete("error", outcome.text ? `${outcome.message} The text above is incomplete.` : outcome.message);
+      } else if (!settleRefusal(owner, item, outcome)) {
+        let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
+        if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
+        incomplete("refused", text, { retry: !NOT_RETRYABLE.has(outcome.code), retryAfter: outcome.retryAfter || 0 });
+        if (outcome.code === "unauthorized") {
+          settings.open = true;
+          tokenInput.focus();
+        }
       }
-      statusLine.textContent = "The answer failed.";
-      return;
+      break;
     default:
       throw new Error(`unknown outcome ${outcome.kind}`);
   }
+  addAnswerActions(item);
   return null;
 }
 
 /** Runs the calls of a complete answer that asked for them, shows each result in its
  * call's section, and adds the answer and the results to the conversation. Returns the
  * item of the answer to come, or null past MAX_TOOL_ROUNDS. */
-function runTools(item, outcome, calls, round) {
+function runTools(owner, item, outcome, calls, round) {
   if (round >= MAX_TOOL_ROUNDS) {
     markNotRun(calls);
     const message = `The model asked for tools again after ${MAX_TOOL_ROUNDS} rounds of tool results; the page stopped there.`;
+    owner.entries.push({ role: "assistant", content: outcome.text, incomplete: { kind: "tool_rounds", notice: message, retry: false, requestId: outcome.requestId } });
     showNotice(item, message, { requestId: outcome.requestId });
     statusLine.textContent = message;
+    addAnswerActions(item);
     return null;
   }
   const results = outcome.toolCalls.map((call) => {
@@ -475,34 +503,103 @@ function runTools(item, outcome, calls, round) {
     showToolResult(calls.get(call.index), result);
     return { role: "tool", tool_call_id: call.id, content: result.content };
   });
-  conversation.push({
+  owner.entries.push({
     role: "assistant",
     content: outcome.text,
     tool_calls: outcome.toolCalls.map((call) => ({ id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } })),
   }, ...results);
-  return addMessage("assistant", "");
+  return owner === chat ? addMessage("assistant", "", item.dataset.turn) : null;
 }
 
-/** A non-200 answer: the Worker refused or could not start the turn. */
-function settleRefusal(item, outcome) {
-  let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
-  if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
-  const retry = !NOT_RETRYABLE.has(outcome.code);
-  showNotice(item, text, { retry, requestId: outcome.requestId, retryAfter: outcome.retryAfter || 0 });
-  if (outcome.code === "unauthorized") {
-    settings.open = true;
-    tokenInput.focus();
+/** A turn the Worker refused as it is (too long, invalid): it leaves the conversation and
+ * goes back into the input box. Returns false for any other refusal. */
+function settleRefusal(owner, item, outcome) {
+  const turn = Number(item.dataset.turn);
+  const entry = owner.entries[turn];
+  if (!REFUSED_TURN.has(outcome.code) || !entry || owner.entries.length !== turn + 1) return false;
+  showNotice(item, BEFORE_STREAM_TEXT[outcome.code] || outcome.message, { requestId: outcome.requestId });
+  statusLine.textContent = "The message was not sent.";
+  owner.entries.pop();
+  messagesList.querySelector(`li.message.user[data-turn="${turn}"]`)?.classList.add("refused");
+  if (!input.value) {
+    input.value = entry.content;
+    fitInput();
   }
-  const { turn, userItem } = turnOf.get(item) ?? {};
-  if (REFUSED_TURN.has(outcome.code) && turn && conversation.at(-1) === turn) {
-    conversation.pop();
-    userItem.classList.add("refused");
-    if (!input.value) {
-      input.value = turn.content;
-      fitInput();
-    }
-  }
+  return true;
 }
+
+// --- conversations ------------------------------------------------------------------------
+
+function openChat(next) {
+  active?.controller.abort(); // its answer settles into its own chat
+  active = null;
+  setStreaming(false);
+  clearRetries();
+  chat = next;
+  store.setOpen(chat);
+  drawChat();
+  chatsMenu.open = false;
+  input.focus();
+}
+
+function drawChatList() {
+  const items = store.list().map(({ id, title, updated }) => {
+    const item = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "chat-link";
+    button.dataset.chatId = id;
+    if (id === chat.id) button.setAttribute("aria-current", "true");
+    const name = document.createElement("span");
+    name.className = "chat-title";
+    name.textContent = title; // the user's own words: text
+    const when = document.createElement("span");
+    when.className = "chat-when";
+    when.textContent = new Date(updated).toLocaleString([], { dateStyle: "short", timeStyle: "short" });
+    button.append(name, when);
+    item.append(button);
+    return item;
+  });
+  chatList.replaceChildren(...items);
+  $("no-chats").hidden = items.length > 0;
+}
+
+$("new-chat").addEventListener("click", () => openChat(store.create()));
+chatList.addEventListener("click", (event) => {
+  const button = event.target.closest("button.chat-link");
+  const next = button && store.load(button.dataset.chatId);
+  if (next) openChat(next);
+});
+$("clear-chats").addEventListener("click", () => {
+  store.clear();
+  openChat(store.create());
+});
+
+// --- copy, retry, regenerate: one listener for every answer --------------------------------
+
+async function copy(button, text) {
+  const label = button.textContent;
+  try {
+    await navigator.clipboard.writeText(text);
+    button.textContent = "Copied";
+    statusLine.textContent = "Copied to the clipboard.";
+  } catch {
+    button.textContent = "Copy failed";
+    statusLine.textContent = "The browser did not allow copying.";
+  }
+  setTimeout(() => { button.textContent = label; }, 1500);
+}
+
+messagesList.addEventListener("click", (event) => {
+  const button = event.target.closest("button");
+  const item = button?.closest("li.message");
+  if (!item) return;
+  if (button.classList.contains("copy-code")) copy(button, button.closest(".code-block").querySelector("code").textContent);
+  else if (button.classList.contains("copy-answer")) copy(button, viewOf(item).text);
+  else if (button.classList.contains("retry") || button.classList.contains("regenerate")) regenerate(item);
+});
+
+// --- the composer and the menus --------------------------------------------------------------
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
@@ -533,16 +630,17 @@ input.addEventListener("input", fitInput);
 // Stop stops the answer on the server too (chat-stream.js sends DELETE).
 stopButton.addEventListener("click", () => active?.controller.abort());
 
-// Settings closes as a dialog does: on Escape (focus back on its summary, where it was)
-// or on a click outside it.
-const settingsSummary = settings.querySelector("summary");
+// Settings and Chats close as dialogs do: on Escape (focus back on their summary, where it
+// was) or on a click outside them.
+const menus = [settings, chatsMenu];
 document.addEventListener("keydown", (event) => {
-  if (event.key !== "Escape" || !settings.open) return;
-  settings.open = false;
-  settingsSummary.focus();
+  const open = menus.find((menu) => menu.open);
+  if (event.key !== "Escape" || !open) return;
+  open.open = false;
+  open.querySelector("summary").focus();
 });
 document.addEventListener("click", (event) => {
-  if (settings.open && !settings.contains(event.target)) settings.open = false;
+  for (const menu of menus) if (menu.open && !menu.contains(event.target)) menu.open = false;
 });
 
 // The model is named before the first answer: the Worker's own list has MODEL first.
@@ -556,8 +654,25 @@ async function showModel() {
   }
 }
 
-// Leaving the page does not stop the answer: a reload picks it up. One nobody comes back
-// for is stopped by the Worker after RESUME_GRACE_MS (60 s by default).
+/** After a reload: this tab's open chat again, and the answer it was waiting for read from
+ * its start. Leaving the page does not stop an answer; one nobody comes back for is stopped
+ * by the Worker after RESUME_GRACE_MS (60 s by default). */
+function restore() {
+  const { chat: opened, pending } = store.opened();
+  if (!opened) {
+    store.setOpen(chat);
+    drawChatList();
+    return;
+  }
+  chat = opened;
+  drawChat();
+  const last = chat.entries.at(-1);
+  if (!pending || !["user", "tool"].includes(last?.role)) return;
+  let turn = chat.entries.length - 1;
+  while (turn > 0 && chat.entries[turn].role !== "user") turn--;
+  answer(addMessage("assistant", "", turn), { resume: { streamId: pending.streamId, lastEventId: "0" }, round: pending.round });
+}
+
 restore();
 showModel();
 input.focus();

@@ -1,0 +1,152 @@
+// The page's conversations, kept in this browser: each chat under its own localStorage key,
+// listed newest first in an index, at most MAX_CHATS of them (the oldest go first, also
+// when the browser's quota is full). Which chat a tab has open, and the answer it waits
+// for, is the tab's own (sessionStorage), so two tabs never resume each other's answers.
+// Nothing here is sent anywhere; a chat never holds the access token.
+const INDEX_KEY = "chat-page-chats-v1";
+const CHAT_PREFIX = "chat-page-chat-v1:";
+const TAB_KEY = "chat-page-v1";
+const MAX_CHATS = 50;
+// A chat larger than this is not kept: localStorage holds about 5 MB per site in all.
+const MAX_CHAT_CHARS = 1_000_000;
+const TITLE_CHARS = 80;
+
+const isText = (value) => typeof value === "string";
+
+/** An entry as the page saves it, and nothing else (storage is shared with other scripts
+ * of the site, and can be edited by hand). */
+function isEntry(entry) {
+  switch (entry?.role) {
+    case "user":
+      return isText(entry.content);
+    case "assistant":
+      return isText(entry.content)
+        && (entry.tool_calls === undefined || (Array.isArray(entry.tool_calls) && entry.tool_calls.every(
+          (call) => isText(call?.id) && isText(call.function?.name) && isText(call.function.arguments))))
+        && (entry.incomplete === undefined || (isText(entry.incomplete?.kind) && isText(entry.incomplete.notice)));
+    case "tool":
+      return isText(entry.tool_call_id) && isText(entry.content);
+    default:
+      return false;
+  }
+}
+
+/**
+ * The messages sent for the next answer. A complete answer goes back as it was sent; one
+ * that did not complete goes back with the text the user saw, so the model knows what it
+ * already said. One with no text at all is left out with the user message it answered,
+ * so that the history never has two user messages in a row.
+ */
+export function requestMessages(entries) {
+  const messages = [];
+  for (const entry of entries) {
+    if (entry.role === "user") messages.push({ role: "user", content: entry.content });
+    else if (entry.role === "tool") messages.push({ role: "tool", tool_call_id: entry.tool_call_id, content: entry.content });
+    else if (entry.incomplete && !entry.content.trim()) {
+      if (messages.at(-1)?.role === "user") messages.pop();
+    } else if (entry.tool_calls && !entry.incomplete) {
+      messages.push({ role: "assistant", content: entry.content, tool_calls: entry.tool_calls });
+    } else {
+      messages.push({ role: "assistant", content: entry.content });
+    }
+  }
+  return messages;
+}
+
+function readJson(storage, key) {
+  try {
+    return JSON.parse(storage.getItem(key) ?? "null");
+  } catch {
+    return null;
+  }
+}
+
+function newId() {
+  return globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`;
+}
+
+export class ChatStore {
+  constructor(local, session) {
+    this.local = local;
+    this.session = session;
+  }
+
+  /** A new, empty chat: listed once it has a turn. */
+  create() {
+    return { id: newId(), entries: [] };
+  }
+
+  /** [{id, title, updated}], newest first. */
+  list() {
+    const index = readJson(this.local, INDEX_KEY);
+    return Array.isArray(index) ? index.filter((chat) => isText(chat?.id) && isText(chat.title) && Number.isFinite(chat.updated)) : [];
+  }
+
+  load(id) {
+    const saved = readJson(this.local, CHAT_PREFIX + id);
+    if (!saved || !Array.isArray(saved.entries) || !saved.entries.every(isEntry)) return null;
+    return { id, entries: saved.entries };
+  }
+
+  /** Keeps `chat` and puts it first in the list. Returns false when it could not be kept
+   * (too large, or storage refused); the page works on without it. */
+  save(chat) {
+    if (chat.entries.length === 0) return true;
+    const text = JSON.stringify({ entries: chat.entries });
+    if (text.length > MAX_CHAT_CHARS) return false;
+    const first = chat.entries.find((entry) => entry.role === "user")?.content ?? "";
+    const title = first.replace(/\s+/g, " ").trim().slice(0, TITLE_CHARS) || "Untitled";
+    let index = [{ id: chat.id, title, updated: Date.now() }, ...this.list().filter((other) => other.id !== chat.id)];
+    for (const dropped of index.splice(MAX_CHATS)) this.local.removeItem(CHAT_PREFIX + dropped.id);
+    for (;;) {
+      try {
+        this.local.setItem(CHAT_PREFIX + chat.id, text);
+        this.local.setItem(INDEX_KEY, JSON.stringify(index));
+        return true;
+      } catch {
+        // Quota: the oldest other chat makes room, until there is none left to drop.
+        if (index.length <= 1) {
+          this.local.removeItem(CHAT_PREFIX + chat.id);
+          return false;
+        }
+        this.local.removeItem(CHAT_PREFIX + index.pop().id);
+      }
+    }
+  }
+
+  /** Forgets every chat. */
+  clear() {
+    for (const { id } of this.list()) this.local.removeItem(CHAT_PREFIX + id);
+    this.local.removeItem(INDEX_KEY);
+    this.session.removeItem(TAB_KEY);
+  }
+
+  /** This tab has `chat` open. */
+  setOpen(chat) {
+    this.writeTab({ chatId: chat.id, pending: null });
+  }
+
+  /** The answer this tab waits for in `chat` ({streamId, round}), or null once it settled. */
+  setPending(chat, pending) {
+    const tab = readJson(this.session, TAB_KEY);
+    if (pending === null && tab?.chatId !== chat.id) return; // the tab moved to another chat
+    this.writeTab({ chatId: chat.id, pending });
+  }
+
+  /** The chat this tab had open ({chat, pending}), after a reload. */
+  opened() {
+    const tab = readJson(this.session, TAB_KEY);
+    const chat = isText(tab?.chatId) ? this.load(tab.chatId) : null;
+    const pending = tab?.pending;
+    const valid = pending && isText(pending.streamId) && Number.isSafeInteger(pending.round);
+    return { chat, pending: chat && valid ? pending : null };
+  }
+
+  writeTab(tab) {
+    try {
+      this.session.setItem(TAB_KEY, JSON.stringify(tab));
+    } catch {
+      // Storage disabled: the page works on, it only cannot resume after a reload.
+    }
+  }
+}

@@ -9,7 +9,7 @@ PORT ?= 8787
 DEV_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: setup browser dev lint test bench deploy-check deploy clean
+.PHONY: setup browser dev lint test screenshot bench deploy-check deploy clean
 
 # What `make dev` needs: no browser, nothing installed as root.
 setup: $(VENV)/.installed node_modules/.installed public/vendor/markdown-it.mjs
@@ -48,6 +48,11 @@ lint: setup
 # Branch coverage of the sans-IO core (src/sse) is reported and must stay at 95% or more.
 test: setup browser lint
 	$(BIN)/python -m pytest --cov=src/sse --cov-branch --cov-report=term-missing:skip-covered --cov-fail-under=95 $(PYTEST_ARGS)
+
+# The README's picture of the page: the page test's screenshot (written under .dev/), copied.
+screenshot: setup browser
+	$(BIN)/python -m pytest tests/frontends/test_page.py -k screenshot -q
+	cp .dev/chat-page.png docs/chat-page.png
 
 # Side-by-side benchmarks in the local runtime; results and charts for docs/benchmarks.md.
 # Takes about 20 minutes; BENCH_ARGS="--quick" checks the script in a few.

@@ -1,16 +1,17 @@
 """Run the chat Worker and the Workers AI emulator in real workerd, offline.
 
     python devtools/dev.py [--port N] [--var KEY:VALUE ...] [--ai-script FILE]
-                           [--ai-format native|openai] [--ai-plan paid|free]
-                           [--ai-pace TOKENS_PER_S] [--rate-limit N]
+                           [--ai-format native|openai] [--ai-style prose|words]
+                           [--ai-plan paid|free] [--ai-pace TOKENS_PER_S] [--rate-limit N]
 
 The Worker's local configuration is derived from wrangler.toml (the production file
 stays the single source of [vars]): the development compatibility flags are added and
 the AI binding becomes a service binding to the emulator, which is handed the model
 catalog (src/chat/catalog.py) so that it streams each model as Workers AI does (--ai-format
-overrides the framing for every model); --rate-limit replaces the
-limit of the rate limiter binding. wrangler runs both Workers in one workerd, started
-through devtools/workerd-offline so the Pyodide development bundle is loaded from disk.
+overrides the framing for every model; --ai-style words swaps the readable answers for the
+tests' vocabulary); --rate-limit replaces the limit of the rate limiter binding. wrangler
+runs both Workers in one workerd, started through devtools/workerd-offline so the Pyodide
+development bundle is loaded from disk.
 Prints wrangler's "Ready on http://..." line and every log line; Ctrl-C (or SIGTERM)
 stops everything it started.
 """
@@ -71,7 +72,8 @@ def local_worker_config(production: dict[str, Any], main: str | None = None, rat
 
 
 def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[str, Any]:
-    variables = {"AI_CATALOG": catalog.as_json(), "AI_PLAN": args.ai_plan, "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
+    variables = {"AI_CATALOG": catalog.as_json(), "AI_PLAN": args.ai_plan, "AI_STYLE": args.ai_style,
+                 "AI_TOKENS_PER_SECOND": f"{args.ai_pace:g}"}
     if args.ai_format:
         variables["AI_FORMAT"] = args.ai_format
     if args.ai_reply_tokens:
@@ -118,6 +120,9 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ai-script", metavar="FILE", help="replay this JSON script for every AI call")
     parser.add_argument("--ai-format", choices=("native", "openai"), default=None,
                         help="stream every model this way (default: each model's own framing, from the catalog)")
+    parser.add_argument("--ai-style", choices=("prose", "words"), default="prose",
+                        help="prose: readable markdown answers (default); "
+                             "words: the test vocabulary of multi-byte words, quotes and [DONE]")
     parser.add_argument("--ai-plan", choices=("paid", "free"), default="paid",
                         help="the account's Workers plan: on free, paid-only models fail with 5035")
     parser.add_argument("--ai-pace", type=float, default=40.0, metavar="TOKENS_PER_S", help="0 = unpaced")

@@ -109,6 +109,127 @@ async function assistantBubbles(page) {
   }));
 }
 
+// The chat this tab has open, as the page keeps it (public/chats.js), and its pending answer.
+async function savedChat(page) {
+  return page.evaluate(() => {
+    const tab = JSON.parse(sessionStorage.getItem("chat-page-v1") || "null");
+    const chat = tab && JSON.parse(localStorage.getItem(`chat-page-chat-v1:${tab.chatId}`) || "null");
+    return { entries: chat?.entries ?? null, pending: tab?.pending ?? null };
+  });
+}
+
+// The main thread's responsiveness while `action` runs: the longest gap between ticks of a
+// 10 ms timer (a frozen page shows as a long gap) and the long tasks Chromium reports.
+async function watchMainThread(page, action) {
+  await page.evaluate(() => {
+    const watch = { maxGapMs: 0, longTasks: 0, longestTaskMs: 0, last: performance.now() };
+    watch.timer = setInterval(() => {
+      const now = performance.now();
+      watch.maxGapMs = Math.max(watch.maxGapMs, now - watch.last);
+      watch.last = now;
+    }, 10);
+    watch.observer = new PerformanceObserver((list) => {
+      for (const entry of list.getEntries()) {
+        watch.longTasks += 1;
+        watch.longestTaskMs = Math.max(watch.longestTaskMs, entry.duration);
+      }
+    });
+    watch.observer.observe({ type: "longtask" });
+    window.__watch = watch;
+  });
+  const started = Date.now();
+  await action();
+  const elapsedMs = Date.now() - started;
+  return page.evaluate((elapsed) => {
+    const { maxGapMs, longTasks, longestTaskMs, timer, observer } = window.__watch;
+    clearInterval(timer);
+    observer.disconnect();
+    return { maxGapMs: Math.round(maxGapMs), longTasks, longestTaskMs: Math.round(longestTaskMs), elapsedMs: elapsed };
+  }, elapsedMs);
+}
+
+// WCAG 2 contrast of every visible text and control on the page against the background
+// it is drawn on (the first opaque background up its ancestors); disabled controls are
+// exempt, as WCAG has them. Returns the pairs checked and those under AA (4.5:1, 3:1 for
+// large text).
+async function contrastAudit(page) {
+  return page.evaluate(() => {
+    const parse = (color) => {
+      const parts = color.match(/[\d.]+/g).map(Number);
+      return { rgb: parts.slice(0, 3), alpha: parts.length > 3 ? parts[3] : 1 };
+    };
+    const luminance = (rgb) => {
+      const [r, g, b] = rgb.map((c) => { const v = c / 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+      return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+    };
+    const backgroundOf = (element) => {
+      for (let node = element; node; node = node.parentElement) {
+        const { rgb, alpha } = parse(getComputedStyle(node).backgroundColor);
+        if (alpha > 0) return rgb;
+      }
+      return [255, 255, 255];
+    };
+    const checked = [];
+    const failing = [];
+    for (const element of document.querySelectorAll("body *")) {
+      const hasText = [...element.childNodes].some((node) => node.nodeType === 3 && node.data.trim());
+      const isControl = element.matches("button, summary, input, textarea, a");
+      if (!(hasText || isControl) || element.closest(".visually-hidden, [hidden]") || element.matches(":disabled")) continue;
+      const box = element.getBoundingClientRect();
+      const style = getComputedStyle(element);
+      if (box.width === 0 || box.height === 0 || style.visibility === "hidden" || element.checkVisibility?.() === false) continue;
+      const foreground = parse(style.color);
+      const background = backgroundOf(element);
+      const blended = foreground.rgb.map((c, i) => c * foreground.alpha + background[i] * (1 - foreground.alpha));
+      const [light, dark] = [luminance(blended), luminance(background)].sort((a, b) => b - a);
+      const ratio = (light + 0.05) / (dark + 0.05);
+      const size = parseFloat(style.fontSize);
+      const large = size >= 24 || (size >= 18.66 && Number(style.fontWeight) >= 700);
+      const entry = { element: element.tagName.toLowerCase() + (element.className ? "." + String(element.className).split(" ").join(".") : ""), ratio: Math.round(ratio * 100) / 100 };
+      checked.push(entry);
+      if (ratio < (large ? 3 : 4.5)) failing.push(entry);
+    }
+    return { checked: checked.length, kinds: [...new Set(checked.map((entry) => entry.element))], failing };
+  });
+}
+
+// What a rendered answer holds, element by element.
+async function renderedAnswer(page) {
+  return lastAnswer(page).evaluate((item) => {
+    const content = item.querySelector(".content");
+    const count = (selector) => content.querySelectorAll(selector).length;
+    return {
+      headings: [...content.querySelectorAll("h1, h2, h3")].map((h) => h.tagName + " " + h.textContent),
+      strong: count("strong"), em: count("em"), inlineCode: count(":not(pre) > code"),
+      bullets: [...content.querySelectorAll("ul > li")].map((li) => li.textContent),
+      numbers: [...content.querySelectorAll("ol > li")].map((li) => li.textContent),
+      code: [...content.querySelectorAll(".code-block")].map((block) => ({
+        language: block.querySelector(".code-language").textContent,
+        text: block.querySelector("code").textContent,
+        font: getComputedStyle(block.querySelector("pre")).fontFamily,
+        whiteSpace: getComputedStyle(block.querySelector("pre")).whiteSpace,
+        scrolls: block.querySelector("pre").scrollWidth > block.querySelector("pre").clientWidth,
+        copyButton: block.querySelector("button.copy-code")?.textContent ?? null,
+      })),
+      table: [...content.querySelectorAll("tr")].map((row) => [...row.children].map((cell) => cell.tagName + " " + cell.textContent)),
+      links: [...content.querySelectorAll("a")].map((a) => ({ text: a.textContent, href: a.getAttribute("href"), target: a.target, rel: a.rel })),
+      elements: [...new Set([...content.querySelectorAll("*")].map((e) => e.tagName.toLowerCase()))].sort(),
+      plain: content.classList.contains("plain"),
+      textLength: content.textContent.length,
+      actions: [...item.querySelectorAll(".answer-actions button")].map((b) => b.textContent),
+    };
+  });
+}
+
+// Sources the page tried to load (an image, a frame) besides its own.
+function foreignRequests(page, baseUrl) {
+  const foreign = [];
+  page.on("request", (request) => {
+    if (!request.url().startsWith(baseUrl)) foreign.push(request.url());
+  });
+  return foreign;
+}
+
 function chatBodies(page) {
   const bodies = [];
   page.on("request", (request) => {
@@ -152,10 +273,100 @@ const scenarios = {
     report.second = await answerState(page);
     report.bodies = bodies;
     report.model = await page.locator("#model").textContent();
+  },
+
+  /** A markdown answer as it streams and once settled; a screenshot; both colour schemes'
+   * contrast; copy, regenerate, a new chat and reopening the first. */
+  async markdown(page, report, screenshot) {
+    const bodies = chatBodies(page);
+    await page.evaluate(() => {
+      // Which elements were on screen while the answer still streamed.
+      window.__whileStreaming = new Set();
+      new MutationObserver(() => {
+        const item = [...document.querySelectorAll("li.message.assistant")].at(-1);
+        if (item?.dataset.state !== "streaming") return;
+        for (const element of item.querySelectorAll(".content *")) window.__whileStreaming.add(element.tagName.toLowerCase());
+      }).observe(document.getElementById("messages"), { subtree: true, childList: true, attributes: true });
+    });
+    await ask(page, "Show me markdown.");
+    await waitSettled(page);
+    report.whileStreaming = await page.evaluate(() => [...window.__whileStreaming].sort());
+    report.answer = await answerState(page);
+    report.rendered = await renderedAnswer(page);
     if (screenshot) {
       await page.locator("#input").blur();
       await page.screenshot({ path: screenshot, animations: "disabled" });
       report.screenshot = screenshot;
+    }
+    report.contrastLight = await contrastAudit(page);
+    await page.locator("#chats summary").click();
+    report.contrastMenu = await contrastAudit(page);
+    await page.keyboard.press("Escape");
+    await page.emulateMedia({ colorScheme: "dark" });
+    report.contrastDark = await contrastAudit(page);
+    await page.emulateMedia({ colorScheme: "light" });
+
+    const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+    await lastAnswer(page).locator("button.copy-code").click();
+    report.copiedCode = await clipboard();
+    report.copyLabel = await lastAnswer(page).locator("button.copy-code").textContent();
+    await lastAnswer(page).locator("button.copy-answer").click();
+    report.copiedAnswer = await clipboard();
+
+    await lastAnswer(page).getByRole("button", { name: "Regenerate" }).click();
+    await waitSettled(page);
+    report.regenerated = await answerState(page);
+    report.assistantAfterRegenerate = await page.locator("li.message.assistant").count();
+
+    await page.getByRole("button", { name: "New chat" }).click();
+    report.messagesInNewChat = await page.locator("li.message").count();
+    await ask(page, "Hello?");
+    await waitSettled(page);
+    await page.locator("#chats summary").click();
+    report.chatList = await page.locator("#chat-list button").evaluateAll((buttons) => buttons.map((b) => ({
+      title: b.querySelector(".chat-title").textContent, current: b.getAttribute("aria-current") === "true" })));
+    await page.locator("#chat-list button", { hasText: "Show me markdown." }).click();
+    report.reopened = {
+      menuOpen: await page.locator("#chats").evaluate((menu) => menu.open),
+      users: await page.locator("li.message.user .content").allTextContents(),
+      answer: await answerState(page),
+    };
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.afterReload = { users: await page.locator("li.message.user .content").allTextContents(), rendered: await renderedAnswer(page) };
+    report.bodies = bodies;
+  },
+
+  /** Markdown that tries to run script or load a resource. */
+  async hostile(page, report, _screenshot, baseUrl) {
+    const foreign = foreignRequests(page, baseUrl);
+    await page.evaluate(() => { window.__pwned = 0; });
+    report.watch = await watchMainThread(page, async () => {
+      await ask(page, "Show me hostile markdown.");
+      await waitSettled(page);
+    });
+    report.answer = await answerState(page);
+    report.rendered = await renderedAnswer(page);
+    await page.waitForTimeout(300); // a load or a handler would have run by now
+    report.pwned = await page.evaluate(() => window.__pwned);
+    report.foreign = foreign;
+    report.counts = await page.evaluate(() => Object.fromEntries(["script", "img", "iframe", "style", "object", "embed"].map(
+      (tag) => [tag, document.querySelectorAll(`#messages ${tag}`).length])));
+  },
+
+  /** Pathological markdown and a long answer: the page stays responsive. */
+  async heavy(page, report) {
+    for (const [name, question] of [["deep", "Nest deeply."], ["table", "A huge table."], ["long", "A long answer, please."]]) {
+      report[name] = await watchMainThread(page, async () => {
+        await ask(page, question);
+        await waitSettled(page);
+      });
+      report[name].answer = await answerState(page);
+      const { plain, elements, textLength, table, bullets } = await renderedAnswer(page);
+      report[name].rendered = { plain, elements, textLength, rows: table.length, bullets: bullets.length };
+      report[name].text = await lastAnswer(page).locator(".content").evaluate((content) => content.textContent.slice(-200));
+      delete report[name].answer.text;
+      await page.getByRole("button", { name: "New chat" }).click();
     }
   },
 
@@ -174,8 +385,28 @@ const scenarios = {
     await lastAnswer(page).getByRole("button", { name: "Retry" }).click();
     await waitSettled(page);
     report.retried = await answerState(page);
-    report.bodies = bodies;
+    report.bodies = bodies.slice();
     report.assistantMessages = await page.locator("li.message.assistant").count();
+
+    // In a new chat: a stopped answer survives a reload, with its notice and Retry, and the
+    // next turn sends it back as the text that was shown.
+    await page.getByRole("button", { name: "New chat" }).click();
+    report.afterNewChat = { messages: await page.locator("li.message").count(), focus: await page.evaluate(() => document.activeElement?.id) };
+    await ask(page, "Tell me a long story.");
+    await waitForFirstText(page);
+    await page.getByRole("button", { name: "Stop" }).click({ force: true });
+    await waitSettled(page);
+    report.stoppedAgain = await answerState(page);
+    report.savedStopped = await savedChat(page);
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.afterReload = await answerState(page);
+    report.userMessagesAfterReload = await page.locator("li.message.user .content").allTextContents();
+    const before = bodies.length;
+    await ask(page, "And now?");
+    await waitSettled(page);
+    report.afterStopBody = bodies[before];
+    report.chats = await page.evaluate(() => JSON.parse(localStorage.getItem("chat-page-chats-v1")).map((chat) => chat.title));
   },
 
   /** Markup in model output (the emulator echoes the question) stays text. */
@@ -274,6 +505,14 @@ const scenarios = {
     await ask(page, "Hello?");
     await waitSettled(page);
     report.answer = await answerState(page);
+    report.noticeInView = await lastAnswer(page).locator(".notice").evaluate((notice) => {
+      const box = notice.getBoundingClientRect();
+      return box.top >= 0 && box.bottom <= window.innerHeight;
+    });
+    report.contrast = await contrastAudit(page);
+    await page.reload({ waitUntil: "load" });
+    await page.waitForFunction(() => document.activeElement?.id === "input");
+    report.afterReload = await answerState(page);
   },
 
   /** A Worker that needs a token: refused without one, answered once it is entered under
@@ -295,7 +534,7 @@ const scenarios = {
     report.answered = await answerState(page);
     report.sent = sent;
     report.pageUrl = page.url();
-    report.storage = await page.evaluate(() => ({ session: { ...sessionStorage }, local: localStorage.length }));
+    report.storage = await page.evaluate(() => ({ session: { ...sessionStorage }, local: { ...localStorage } }));
     await page.reload({ waitUntil: "load" });
     await page.waitForFunction(() => document.activeElement?.id === "input");
     report.tokenAfterReload = await page.getByLabel("Access token").inputValue();
@@ -320,7 +559,7 @@ const scenarios = {
     await section.locator("summary").click();
     report.openAfterClick = await section.evaluate((details) => details.open);
     report.thinkingText = await section.locator(".thinking-text").textContent();
-    report.elementsInside = await section.locator(".thinking-text *").count();
+    report.elementsInside = await section.locator(".thinking-text *").evaluateAll((elements) => elements.map((e) => e.tagName.toLowerCase()));
     report.pwned = await page.evaluate(() => window.__pwned);
     report.orderInItem = await lastAnswer(page).evaluate((item) => [...item.children].map((child) => child.className));
   },
@@ -340,7 +579,7 @@ const scenarios = {
     report.userMessages = await page.locator("li.message.user").count();
     report.bodies = bodies;
     report.sendDisabled = await page.getByRole("button", { name: "Send" }).isDisabled();
-    report.saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")));
+    report.saved = await savedChat(page);
     await page.reload({ waitUntil: "load" });
     await page.waitForFunction(() => document.activeElement?.id === "input");
     report.afterReload = await assistantBubbles(page);
@@ -369,7 +608,7 @@ const scenarios = {
     report.bold = await page.locator("#messages b").count();
     report.pwned = await page.evaluate(() => window.__pwned);
     report.bodies = bodies;
-    report.saved = await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")));
+    report.saved = await savedChat(page);
     report.sendDisabled = await page.getByRole("button", { name: "Send" }).isDisabled();
   },
 
@@ -420,7 +659,7 @@ async function runScenario(context, baseUrl, name, screenshot) {
     report.pageStatus = response.status();
     report.pageType = response.headers()["content-type"];
     await page.waitForFunction(() => document.activeElement?.id === "input"); // app.js ran
-    await scenarios[name](page, report, screenshot);
+    await scenarios[name](page, report, screenshot, baseUrl);
   } catch (error) {
     report.failed = String(error.stack || error);
   } finally {
@@ -443,6 +682,7 @@ async function main() {
     context = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS,
       viewport: { width: 820, height: 860 }, deviceScaleFactor: 1, colorScheme: "light",
+      permissions: ["clipboard-read", "clipboard-write"],
     });
     // Each scenario has its own page; they run side by side against the same runtime.
     const reports = await Promise.all(wanted.map((name) => runScenario(context, baseUrl, name, screenshot)));

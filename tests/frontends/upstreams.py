@@ -12,6 +12,7 @@ from tests.runtime.scripts import (
     error,
     native_frame,
     openai_chunk,
+    repeat,
     script,
     scripted_options,
     send,
@@ -143,3 +144,74 @@ MARKUP_CALLS = scripted_options([
     openai_chunk(finish_reason="tool_calls"),
     done_frame(),
 ])
+
+
+# --- markdown -------------------------------------------------------------------------------
+
+
+def shown(markdown: str) -> str:
+    """What the page shows (an answer's textContent) for markdown made of plain paragraphs:
+    each paragraph is a block of its own, followed by a line break."""
+    return "".join(paragraph + "\n" for paragraph in markdown.split("\n\n") if paragraph)
+
+
+def pieces(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def streamed(text: str, *, size: int = 12, step_ms: int = 10) -> list[dict]:
+    """`text` as a model streams it: small pieces, a pause between them."""
+    return [step for piece in pieces(text, size) for step in (native_frame(piece), sleep(step_ms))] + [done_frame()]
+
+
+# An answer with every element the page renders, streamed in small pieces.
+MARKDOWN_QUESTION = "Show me markdown."
+MARKDOWN_CODE = 'def greet(name):\n    return f"Hello, {name}!"  # a long line that must not wrap, however narrow the page is\n'
+MARKDOWN_ANSWER = (
+    "## A heading\n\nSome **bold**, some *emphasis* and `inline code`.\n\n"
+    "- first item\n- second item\n\n1. one\n2. two\n\n"
+    f"```python\n{MARKDOWN_CODE}```\n\n"
+    "| Name | Bytes |\n|---|---|\n| café | 5 |\n| 東京 | 6 |\n\n"
+    "See [the docs](https://developers.cloudflare.com/workers-ai/) for more.\n"
+)
+# Markdown that tries to run script or load something: raw HTML, script links, data URLs,
+# an image, an http link (only https links are made).
+HOSTILE_QUESTION = "Show me hostile markdown."
+HOSTILE_ANSWER = (
+    '<script>window.__pwned = 1</script>\n\n<img src=x onerror="window.__pwned = 2">\n\n'
+    "[run](javascript:window.__pwned=3) [data](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==) "
+    "[vb](vbscript:msgbox) [plain](http://insecure.example/) <javascript:alert(1)>\n\n"
+    "![pixel](https://images.example/pixel.png) ![inline](data:image/png;base64,iVBORw0KGgo=)\n\n"
+    '<a href="javascript:window.__pwned=4">html link</a> <iframe src="https://frames.example/"></iframe>\n\n'
+    "<style>body { display: none }</style>\n\nThe end.\n"
+)
+# Pathological shapes: 10,000 nested list items, blockquotes and brackets in one answer, a
+# table of 2,000 rows, and a 10,000-token answer streamed unpaced (a measured re-render).
+DEEP_QUESTION = "Nest deeply."
+DEEP_ANSWER = "- " * 10_000 + "deep\n\n" + ">" * 10_000 + " quoted\n\n" + "[" * 10_000 + "end\n"
+TABLE_QUESTION = "A huge table."
+TABLE_ROWS = 2000
+TABLE_ANSWER = "| a | b | c | d | e | f |\n|---|---|---|---|---|---|\n" + "".join(
+    f"| {row} | café | 東京 | x | y | z |\n" for row in range(TABLE_ROWS))
+LONG_QUESTION = "A long answer, please."
+LONG_TOKENS = 10_000
+# One network chunk of eight one-token frames: a paragraph, then a list item.
+LONG_CHUNK = ["Words", " with **bold**", " and `code`", " café", " 東京.", "\n\n", "- item", " ✓\n\n"]
+LONG_ANSWER = "".join(LONG_CHUNK) * (LONG_TOKENS // len(LONG_CHUNK))
+
+
+def native_frames(texts: list[str]) -> str:
+    """Frames carrying `texts`, as one network chunk."""
+    return "".join("data: " + json.dumps({"response": text, "p": "pad"}) + "\n\n" for text in texts)
+
+
+MARKDOWN = scripted_options(
+    story_steps(STEP_MS),
+    prompts={
+        MARKDOWN_QUESTION: script(streamed(MARKDOWN_ANSWER)),
+        HOSTILE_QUESTION: script(streamed(HOSTILE_ANSWER, size=40, step_ms=5)),
+        DEEP_QUESTION: script(streamed(DEEP_ANSWER, size=2000, step_ms=5)),
+        TABLE_QUESTION: script(streamed(TABLE_ANSWER, size=1500, step_ms=5)),
+        LONG_QUESTION: script([repeat(LONG_TOKENS // len(LONG_CHUNK), native_frames(LONG_CHUNK)), done_frame()]),
+    },
+)

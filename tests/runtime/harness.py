@@ -5,7 +5,9 @@ collected so tests can assert on the Worker's and the emulator's log lines, and 
 crash of the runtime fails the tests that were using it (tests/conftest.py). With
 `RuntimeOptions(workerd_direct=True)` it is the production-like runtime instead
 (devtools/workerd_direct.py: workerd alone, no wrangler, no proxy), with the same options
-and the same helpers.
+and the same helpers. Its emulator answers in the test vocabulary (`ai_style="words"`:
+multi-byte characters, quotes, "[DONE]"), not in `make dev`'s readable markdown, unless a
+test asks for that.
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class RuntimeOptions:
     # "native" or "openai" overrides every model's framing (most suites test the stream
     # core on native frames); None streams each model in its own, as Workers AI does.
     ai_format: str | None = "native"
+    # "words" (dev.py --ai-style): the emulator's test vocabulary of multi-byte characters,
+    # quotes, "data:" and "[DONE]" that re-framing must keep intact, not make dev's default
+    # readable markdown ("prose", tests/runtime/test_emulator_prose.py).
+    ai_style: str = "words"
     ai_plan: str = "paid"
     ai_pace: float = 40.0
     ai_reply_tokens: int = 0
@@ -116,6 +122,7 @@ class LocalRuntime:
         command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port)]
         if self.options.ai_format is not None:
             command += ["--ai-format", self.options.ai_format]
+        command += ["--ai-style", self.options.ai_style]
         command += ["--ai-plan", self.options.ai_plan, "--ai-pace", str(self.options.ai_pace)]
         if self.options.ai_reply_tokens:
             command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]

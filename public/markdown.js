@@ -68,6 +68,7 @@ export class MarkdownView {
   constructor(element) {
     this.element = element;
     this.text = "";
+    this.rendered = null; // the text on screen
     this.shown = []; // [{html, nodes}] per top-level block on screen
     this.plain = null; // the text node when shown as plain text
     this.timer = null;
@@ -83,10 +84,13 @@ export class MarkdownView {
   flush() {
     clearTimeout(this.timer);
     this.timer = null;
+    if (this.text === this.rendered) return;
+    this.rendered = this.text;
     const started = performance.now();
     const blocks = renderBlocks(this.text);
     if (blocks === null) this.showPlain();
     else this.showBlocks(blocks);
+    void this.element.offsetHeight; // lay out now, so that its cost counts in the spacing
     const took = performance.now() - started;
     this.nextAt = performance.now() + Math.max(MIN_RENDER_GAP_MS, RENDER_SPACING * took);
   }

@@ -73,7 +73,7 @@ const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
 
 // --- the transcript -------------------------------------------------------------------------
 
-function addMessage(role, text, turn) {
+function addMessage(role, text, turn, { scroll = true } = {}) {
   emptyHint.hidden = true;
   const item = document.createElement("li");
   item.className = `message ${role}`;
@@ -87,7 +87,7 @@ function addMessage(role, text, turn) {
   if (role === "user") content.textContent = text; // text, never HTML
   else viewOf(item).show(text);
   messagesList.append(item);
-  scrollToEnd(true);
+  if (scroll) scrollToEnd(true);
   return item;
 }
 
@@ -284,8 +284,10 @@ function retryButton(item, waitSeconds) {
   return button;
 }
 
-/** Draws the open conversation from its entries (a reload, or a chat reopened). */
-function drawChat() {
+/** Draws the open conversation from its entries (a reload, or a chat reopened); a turn
+ * left without an answer (a reload before it began, a chat kept elsewhere) offers Retry,
+ * unless `pending` says it is being answered. */
+function drawChat({ pending = false } = {}) {
   messagesList.replaceChildren();
   emptyHint.hidden = chat.entries.length > 0;
   let turn = -1;
@@ -297,7 +299,7 @@ function drawChat() {
       return;
     }
     if (entry.role === "user") turn = index;
-    const item = addMessage(entry.role, entry.content, turn);
+    const item = addMessage(entry.role, entry.content, turn, { scroll: false });
     if (entry.role === "user") return;
     viewOf(item).flush();
     item.dataset.state = "settled";
@@ -315,6 +317,11 @@ function drawChat() {
     }
     if (!entry.tool_calls) addAnswerActions(item);
   });
+  if (!pending && ["user", "tool"].includes(chat.entries.at(-1)?.role)) {
+    const item = addMessage("assistant", "", turn, { scroll: false });
+    item.dataset.state = "settled";
+    showNotice(item, "This turn has no answer.", { quiet: true, retry: true });
+  }
   drawChatList();
   scrollToEnd(true);
 }
@@ -412,7 +419,8 @@ async function answer(item, { resume = null, round = 0 } = {}) {
     },
   });
 
-  active = null;
+  // Another answer may be active by now (this one was stopped by New chat or Chats).
+  if (active?.controller === controller) active = null;
   view.show(outcome.text);
   view.flush();
   thinking?.flush();
@@ -422,7 +430,7 @@ async function answer(item, { resume = null, round = 0 } = {}) {
   item.dataset.outcome = outcome.kind;
   const next = settle(owner, item, outcome, calls, round);
   store.setPending(owner, null);
-  store.save(owner);
+  if (!owner.cleared) store.save(owner); // not after "Clear all chats"
   if (owner !== chat) return; // the user moved to another chat meanwhile
   drawChatList();
   if (next) {
@@ -571,6 +579,7 @@ chatList.addEventListener("click", (event) => {
   if (next) openChat(next);
 });
 $("clear-chats").addEventListener("click", () => {
+  if (active) active.chat.cleared = true;
   store.clear();
   openChat(store.create());
 });
@@ -665,12 +674,14 @@ function restore() {
     return;
   }
   chat = opened;
-  drawChat();
   const last = chat.entries.at(-1);
-  if (!pending || !["user", "tool"].includes(last?.role)) return;
+  const waiting = pending !== null && ["user", "tool"].includes(last?.role);
+  drawChat({ pending: waiting });
+  if (!waiting) return;
   let turn = chat.entries.length - 1;
   while (turn > 0 && chat.entries[turn].role !== "user") turn--;
-  answer(addMessage("assistant", "", turn), { resume: { streamId: pending.streamId, lastEventId: "0" }, round: pending.round });
+  const round = Math.min(Math.max(pending.round, 0), MAX_TOOL_ROUNDS);
+  answer(addMessage("assistant", "", turn), { resume: { streamId: pending.streamId, lastEventId: "0" }, round });
 }
 
 restore();

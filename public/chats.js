@@ -40,7 +40,12 @@ function isEntry(entry) {
 export function requestMessages(entries) {
   const messages = [];
   for (const entry of entries) {
-    if (entry.role === "user") messages.push({ role: "user", content: entry.content });
+    if (entry.role === "user") {
+      // A question left without an answer (a reload before it began, a chat saved from
+      // another tab) gives way to the one after it.
+      if (messages.at(-1)?.role === "user") messages.pop();
+      messages.push({ role: "user", content: entry.content });
+    }
     else if (entry.role === "tool") messages.push({ role: "tool", tool_call_id: entry.tool_call_id, content: entry.content });
     else if (entry.incomplete && !entry.content.trim()) {
       if (messages.at(-1)?.role === "user") messages.pop();

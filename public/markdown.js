@@ -12,6 +12,14 @@ const MAX_NESTING = 40;
 // Past this many characters an answer is shown as plain text: the re-render costs time in
 // proportion to the text, and hostile input near this size costs up to ~0.3 s a render.
 export const MAX_RENDERED_CHARS = 100_000;
+// Past this many top-level blocks or parsed tokens too: each block is an element to lay out,
+// and 30,000 one-line paragraphs took seconds in Chromium though under the character limit.
+const MAX_BLOCKS = 5_000;
+const MAX_TOKENS = 50_000;
+// A run of combining marks costs the browser's layout time that grows with the square of its
+// length (10,000 marks on one letter: a second); more than this many on one character are
+// not shown (Copy still copies them).
+const MARKS_RUN = /(\p{M}{16})\p{M}+/gu;
 // While text streams, a render waits at least this many times the last render's duration,
 // so rendering takes at most a fifth of the main thread however long the answer grows.
 const RENDER_SPACING = 4;
@@ -44,6 +52,7 @@ function renderBlocks(text) {
   if (text.length > MAX_RENDERED_CHARS) return null;
   const env = {};
   const tokens = md.parse(text, env);
+  if (tokens.length > MAX_TOKENS) return null;
   const blocks = [];
   let start = 0;
   let depth = 0;
@@ -52,6 +61,7 @@ function renderBlocks(text) {
     depth += tokens[i].nesting;
     if (depth === 0) {
       blocks.push(md.renderer.render(tokens.slice(start, i + 1), md.options, env));
+      if (blocks.length > MAX_BLOCKS) return null;
       start = i + 1;
     }
   }
@@ -87,22 +97,23 @@ export class MarkdownView {
     if (this.text === this.rendered) return;
     this.rendered = this.text;
     const started = performance.now();
-    const blocks = renderBlocks(this.text);
-    if (blocks === null) this.showPlain();
+    const shown = this.text.replace(MARKS_RUN, "$1");
+    const blocks = renderBlocks(shown);
+    if (blocks === null) this.showPlain(shown);
     else this.showBlocks(blocks);
     void this.element.offsetHeight; // lay out now, so that its cost counts in the spacing
     const took = performance.now() - started;
     this.nextAt = performance.now() + Math.max(MIN_RENDER_GAP_MS, RENDER_SPACING * took);
   }
 
-  showPlain() {
+  showPlain(text) {
     if (!this.plain) {
       this.plain = document.createTextNode("");
       this.element.replaceChildren(this.plain);
       this.element.classList.add("plain");
       this.shown = [];
     }
-    this.plain.data = this.text; // text, never HTML
+    this.plain.data = text; // text, never HTML
   }
 
   showBlocks(blocks) {

@@ -2,7 +2,7 @@
 // named AI, so `env.AI.run(model, inputs, options)` crosses the same RPC boundary as the
 // real binding. It answers with deterministic replies framed like Workers AI (readable
 // markdown, or a test vocabulary: AI_STYLE), or replays a test script. It obeys the model
-// catalog (src/chat/catalog.py, handed over as AI_CATALOG): an unknown or retired model
+// catalog (src/chat/model/catalog.py, handed over as AI_CATALOG): an unknown or retired model
 // fails to start with 5007 as the binding does, a paid-only one with 5035 on the Free plan,
 // and each model streams in its own framing, thinking first where it thinks. Given
 // `tools`, it validates them as the binding does (8001 for a model without tool calling, a

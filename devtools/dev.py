@@ -7,7 +7,7 @@
 The Worker's local configuration is derived from wrangler.toml (the production file
 stays the single source of [vars]): the development compatibility flags are added and
 the AI binding becomes a service binding to the emulator, which is handed the model
-catalog (src/chat/catalog.py) so that it streams each model as Workers AI does (--ai-format
+catalog (src/chat/model/catalog.py) so that it streams each model as Workers AI does (--ai-format
 overrides the framing for every model; --ai-style words swaps the readable answers for the
 tests' vocabulary); --rate-limit replaces the limit of the rate limiter binding. wrangler
 runs both Workers in one workerd, started through devtools/workerd-offline so the Pyodide
@@ -33,7 +33,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
-from chat import catalog  # noqa: E402 - pure Python: the Worker's own model catalog
+from chat.model import catalog  # noqa: E402 - pure Python: the Worker's own model catalog
 
 WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
 BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"

@@ -5,8 +5,8 @@ Routes and behaviour live in the `chat` package; the byte-level stream logic in 
 
 from workers import WorkerEntrypoint
 
-from chat.handlers import handle
-from chat.stream_object import ChatStream
+from chat.app.handlers import handle
+from chat.resumable.durable_object import ChatStream
 
 __all__ = ["ChatStream", "Default"]  # the Durable Object class is exported from the main module
 

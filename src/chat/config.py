@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chat.model import catalog
+from chat.stream.lifecycle import Timeouts
 from sse import MAX_PADDING
-
-from . import catalog
-from .lifecycle import Timeouts
 
 
 class ConfigError(ValueError):

@@ -1,7 +1,7 @@
-// src/chat/relay.mjs with JS stand-ins for the Python callbacks, in Node: the plumbing's
+// src/chat/stream/relay.mjs with JS stand-ins for the Python callbacks, in Node: the plumbing's
 // own rules (slicing, decoding across chunks, stopping when Python says the stream is
 // over). What crosses into Python is tested in the runtime (tests/runtime).
-import { pythonTransformer } from "../../src/chat/relay.mjs";
+import { pythonTransformer } from "../../src/chat/stream/relay.mjs";
 
 const SLICE = 64 * 1024;
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from chat import catalog
 from chat.config import Config, ConfigError, check_models
+from chat.model import catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,7 +110,7 @@ def test_the_emulator_gets_the_whole_catalog_as_json():
 
 
 def test_a_binding_call_reads_the_gateway_log_id_only_when_no_other_call_overlapped_it():
-    from chat.model_call import CallOverlaps
+    from chat.model.call import CallOverlaps
 
     calls = CallOverlaps()
     alone = calls.begin()
@@ -127,8 +127,8 @@ def test_a_binding_call_reads_the_gateway_log_id_only_when_no_other_call_overlap
 
 
 def test_a_conversation_keeps_its_session_and_no_other_client_or_chat_shares_it():
-    from chat.model_call import session_key
-    from chat.validation import ChatTurn
+    from chat.api.validation import ChatTurn
+    from chat.model.call import session_key
 
     def turn(*contents: str, chat_id: str | None = None, system: bool = False) -> ChatTurn:
         roles = ["user", "assistant"]
@@ -156,8 +156,8 @@ def test_a_conversation_keeps_its_session_and_no_other_client_or_chat_shares_it(
     pytest.param([True], "gateway", id="not-an-object"),
 ])
 def test_a_gateway_option_a_client_may_not_set_is_a_400_naming_it(gateway, named):
-    from chat.api_errors import ApiError
-    from chat.validation import validate_chat
+    from chat.api.validation import validate_chat
+    from chat.web.errors import ApiError
 
     config = Config.from_env(production_vars().get)
     with pytest.raises(ApiError) as refused:

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from chat.lifecycle import StreamLifecycle, Timeouts
+from chat.stream.lifecycle import StreamLifecycle, Timeouts
 from sse import Reframer
 from tests.sse.support import protocol_events
 

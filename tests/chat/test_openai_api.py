@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.api_errors import ApiError
+from chat.api.openai import model_list, openai_error_body, validate_completion
+from chat.api.validation import parse_json_body
 from chat.config import Config, ConfigError
-from chat.http import CORS_HEADERS, allowed_headers
-from chat.openai_api import model_list, openai_error_body, validate_completion
-from chat.validation import parse_json_body
+from chat.web.errors import ApiError
+from chat.web.http import CORS_HEADERS, allowed_headers
 
 CONFIG = Config(model="@cf/zai-org/glm-4.7-flash", fallback_models=("@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast"), system_prompt="Be kind.", max_tokens=100, max_messages=4, max_input_chars=50)
 USER = [{"role": "user", "content": "hi"}]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from chat.api_errors import ApiError, binding_error_code
+from chat.api.validation import is_chat_id, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
-from chat.http import is_stream_id, origin_allowed, prefers_ndjson, stream_path
-from chat.validation import is_chat_id, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.model.errors import binding_error_code
+from chat.web.errors import ApiError
+from chat.web.http import is_stream_id, origin_allowed, prefers_ndjson
 
 CONFIG = Config(model="@cf/zai-org/glm-4.7-flash", max_messages=3, max_input_chars=20, max_tokens=100)
 
@@ -196,28 +197,11 @@ def test_binding_error_codes_are_read_from_the_message(message, code):
 def test_origins_and_paths_are_read_from_absolute_urls_like_urllib_does(url, origin, path):
     from urllib.parse import urlsplit
 
-    from chat.http import origin_of, path_of
+    from chat.web.http import origin_of, path_of
 
     parts = urlsplit(url)
     assert origin_of(url) == origin == f"{parts.scheme}://{parts.netloc.lower()}"
     assert path_of(url) == path == (parts.path or "/")
-
-
-@pytest.mark.parametrize(
-    ("path", "target"),
-    [
-        ("/api/chat/streams/abc", ("chat-stream", "abc")),
-        ("/api/chat/streams/", ("chat-stream", "")),
-        ("/api/chat/streams/a/b", None),
-        ("/api/ui-chat/c1/stream", ("ui-chat-stream", "c1")),
-        ("/api/ui-chat/c/1/stream", None),
-        ("/api/ui-chat/stream", None),
-        ("/api/ui-chat", None),
-        ("/api/chat", None),
-    ],
-)
-def test_the_resumable_answers_paths(path, target):
-    assert stream_path(path) == target
 
 
 def test_stream_ids_are_64_lowercase_hex_digits():

@@ -10,27 +10,30 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat.rate_limit import BINDING, PERIOD_S, client_key, ipv6_prefix64, limited_route, refusal
+from chat.ratelimit.keys import BINDING, PERIOD_S, client_key, ipv6_prefix64, refusal
+from chat.web.routes import match
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(
-    ("path", "method", "route"),
+    ("path", "spends"),
     [
-        pytest.param("/api/chat", "POST", "chat", id="chat"),
-        pytest.param("/api/chat/raw", "POST", "raw", id="raw"),
-        pytest.param("/api/ui-chat", "POST", "ui-chat", id="ui-chat"),
-        pytest.param("/api/chat", "OPTIONS", None, id="preflight"),
-        pytest.param("/api/chat", "GET", None, id="wrong-method"),
-        pytest.param("/health", "GET", None, id="health"),
-        pytest.param("/health", "POST", None, id="health-post"),
-        pytest.param("/api/chat/", "POST", None, id="not-a-route"),
-        pytest.param("/", "GET", None, id="chat-page"),
+        pytest.param("/api/chat", True, id="chat"),
+        pytest.param("/api/chat/raw", True, id="raw"),
+        pytest.param("/api/ui-chat", True, id="ui-chat"),
+        pytest.param("/v1/chat/completions", True, id="openai-chat"),
+        pytest.param("/v1/models", False, id="openai-models"),
+        pytest.param("/health", False, id="health"),
+        pytest.param("/api/chat/streams/" + "a" * 64, False, id="resumable-reader"),
+        pytest.param("/api/ui-chat/c1/stream", False, id="ui-chat-reader"),
     ],
 )
-def test_only_posts_to_the_chat_routes_spend_budget(path, method, route):
-    assert limited_route(path, method) == route
+def test_only_the_routes_that_start_inference_spend_budget_and_only_by_post(path, spends):
+    found = match(path)
+    assert found is not None and found.route.spends_budget is spends
+    if spends:
+        assert found.route.methods == ("POST",), "preflights, 404s and 405s never spend budget"
 
 
 def test_the_period_and_binding_name_match_wrangler_toml():
@@ -63,17 +66,19 @@ def test_without_a_token_each_address_has_its_own_key_and_repr_hides_it():
     assert "203.0.113" not in repr(key)
 
 
-def test_requests_without_an_address_share_one_budget():
-    assert client_key(token=None, ip=None) == client_key(token=None, ip="") == client_key(token=None, ip="  ")
-    assert client_key(token=None, ip=None) != client_key(token=None, ip="unknown")
+@pytest.mark.parametrize("address", [None, "", "  ", "unknown", "junk1", "junk2", "2001:db8:1:2:", "1.2.3", "1.2.3.256",
+                                     "01.2.3.4", "::ffff:junk", "1::2::3", "203.0.113.7, 198.51.100.1"])
+def test_requests_without_a_valid_address_share_one_budget(address):
+    # A made-up CF-Connecting-IP must not buy a budget of its own.
+    assert client_key(token=None, ip=address) == client_key(token=None, ip=None)
+    assert client_key(token=None, ip=address) != client_key(token=None, ip="203.0.113.7")
 
 
 def test_ipv6_addresses_in_one_slash_64_share_a_budget():
     first = client_key(token=None, ip="2001:db8:1:2::1")
     assert first == client_key(token=None, ip="2001:0DB8:0001:0002:ffff:1:2:3")
     assert first != client_key(token=None, ip="2001:db8:1:3::1")
-    assert first != client_key(token=None, ip="2001:db8:1:2:")  # malformed: keyed as given
-    assert client_key(token=None, ip="2001:db8:1:2:") == client_key(token=None, ip="2001:db8:1:2:")
+    assert first != client_key(token=None, ip="2001:db8:1:2:")  # malformed: the shared budget
 
 
 def test_ipv4_clients_seen_through_ipv6_keep_their_own_budgets():

@@ -1,4 +1,4 @@
-"""src/chat/relay.mjs, the relay's per-chunk plumbing, on its own in Node with stand-ins
+"""src/chat/stream/relay.mjs, the relay's per-chunk plumbing, on its own in Node with stand-ins
 for the Python callbacks (a unit test of pure JS; the crossing itself is tested in the
 runtime, tests/runtime)."""
 

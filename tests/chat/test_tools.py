@@ -11,12 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat import tools
-from chat.api_errors import ApiError
+from chat.api import tools
+from chat.api.openai import validate_completion
+from chat.api.validation import validate_chat, validate_ui_chat
 from chat.config import Config
-from chat.model_call import ModelCall, model_call, session_key
-from chat.openai_api import validate_completion
-from chat.validation import validate_chat, validate_ui_chat
+from chat.model.call import ModelCall, model_call, session_key
+from chat.web.errors import ApiError
 
 GLM = "@cf/zai-org/glm-4.7-flash"  # takes tools
 LLAMA_33 = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # takes tools

@@ -8,9 +8,9 @@ import tracemalloc
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chat.api_errors import ApiError
+from chat.api.validation import parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config
-from chat.validation import parse_json_body, validate_chat, validate_ui_chat
+from chat.web.errors import ApiError
 
 CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
 json_values = st.recursive(

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from chat import catalog
+from chat.model import catalog
 from tests.runtime.client import ChatResult, chat
 from tests.runtime.harness import LocalRuntime, RuntimeOptions
 

@@ -10,7 +10,7 @@ import tomllib
 
 import pytest
 
-from chat.rate_limit import PERIOD_S
+from chat.ratelimit.keys import PERIOD_S
 from tests.runtime.client import USER, chat
 from tests.runtime.harness import ROOT, RuntimeOptions
 from tests.runtime.scripts import done_frame, echo, scripted_options, usage_frame

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import catalog
-from .config import Config
-from .validation import ChatTurn
+from chat.api.validation import ChatTurn
+from chat.config import Config
+from chat.model import catalog
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,13 +7,12 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, NamedTuple
 
-import js
-from pyodide.ffi import JsException, to_js
-
-from .api_errors import MODEL_REFUSED_CODES, RATE_LIMIT_CODES, ApiError, binding_error_code
-from .config import Config
-from .logs import log
-from .model_call import CallOverlaps, ModelCall
+from chat.config import Config
+from chat.logs import log
+from chat.model.call import CallOverlaps, ModelCall
+from chat.model.errors import MODEL_REFUSED_CODES, RATE_LIMIT_CODES, binding_error_code
+from chat.platform.ffi import JsException, js_object
+from chat.web.errors import ApiError
 
 # A gateway log id is a short token (a ULID today); anything else is not copied anywhere.
 MAX_GATEWAY_LOG_ID_CHARS = 64
@@ -68,7 +67,7 @@ async def start_model_stream(
     Raises ApiError (400 or 403 for a model Workers AI refuses, 429, 502 or 504) when none
     starts.
     """
-    js_options = _js(call.options)
+    js_options = js_object(call.options)
     failures: list[ApiError] = []
     for attempt, model in enumerate(call.models or config.models):
         began = time.monotonic()
@@ -77,7 +76,7 @@ async def start_model_stream(
         # print a late failure's whole provider message), and it can still be awaited
         # for its late stream. The binding may hand back a coroutine: awaited only once.
         overlap = _overlaps.begin()
-        start = asyncio.ensure_future(ai.run(model, _js(call.inputs_for(model)), js_options))
+        start = asyncio.ensure_future(ai.run(model, js_object(call.inputs_for(model)), js_options))
         try:
             finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
         except BaseException:
@@ -120,10 +119,6 @@ def _reported(failures: list[ApiError]) -> ApiError:
     one asked for), not a fallback's."""
     retryable = [failure for failure in failures if failure.code not in MODEL_REFUSED_CODES.values()]
     return (retryable or failures)[0]
-
-
-def _js(value: dict[str, Any] | Any) -> Any:
-    return to_js(dict(value), dict_converter=js.Object.fromEntries)
 
 
 async def _gateway_log_id(ai: Any) -> str | None:

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import js
-from pyodide.ffi import to_js
-
-from .logs import log
-from .rate_limit import BINDING, ClientKey, refusal
+from chat.logs import log
+from chat.platform.ffi import js_object
+from chat.ratelimit.keys import BINDING, ClientKey, refusal
 
 
 async def spend(env: Any, key: ClientKey, *, request_id: str, route: str) -> None:
@@ -26,7 +24,7 @@ async def spend(env: Any, key: ClientKey, *, request_id: str, route: str) -> Non
         log("chat_rate_limit_skipped", request_id=request_id, route=route, key=key.kind, reason="binding_missing")
         return
     try:
-        outcome = await limiter.limit(to_js({"key": key.value}, dict_converter=js.Object.fromEntries))
+        outcome = await limiter.limit(js_object({"key": key.value}))
         allowed = outcome.success is True
     except Exception as exc:  # noqa: BLE001 - any failure of the limiter fails open (above)
         log("chat_rate_limit_skipped", request_id=request_id, route=route, key=key.kind, reason="binding_failed", detail=type(exc).__name__)

@@ -4,7 +4,7 @@ before any inference, OpenAI's error shape, and the model list. Pure Python.
 Unknown fields are ignored, as OpenAI does; fields whose meaning this Worker cannot
 honour (more than one choice, response formats, log probabilities, the legacy
 `functions`, ...) get a 400 naming the field rather than an answer that silently ignored
-them. Tools, and the tool calls and results of the history, are chat.tools'.
+them. Tools, and the tool calls and results of the history, are chat.api.tools'.
 """
 
 from __future__ import annotations
@@ -13,12 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from sse import openai_error
-
-from . import tools
-from .api_errors import ApiError, invalid_request
-from .config import Config
-from .validation import (
+from chat.api import tools
+from chat.api.validation import (
     ChatTurn,
     checked_gateway_options,
     checked_max_tokens,
@@ -28,6 +24,9 @@ from .validation import (
     checked_sampling,
     checked_temperature,
 )
+from chat.config import Config
+from chat.web.errors import ApiError, invalid_request
+from sse import openai_error
 
 MAX_STOP_SEQUENCES = 4  # OpenAI's own limit
 MAX_STOP_CHARS = 256
@@ -184,7 +183,7 @@ def _max_tokens(payload: dict[str, Any], config: Config) -> int:
 
 
 def _model_options(payload: dict[str, Any], model: str) -> tuple[tuple[str, float | int], ...]:
-    # Ranges as the requested model's schema gives them (chat.catalog); a fallback that
+    # Ranges as the requested model's schema gives them (chat.model.catalog); a fallback that
     # takes less gets the value clamped into its own.
     options: list[tuple[str, float | int]] = []
     for field in ("top_p", "frequency_penalty", "presence_penalty"):

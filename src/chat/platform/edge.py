@@ -7,16 +7,16 @@ builds the `js.Response`. Everything else decides on plain values.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, create_proxy, jsnull, to_js
+from pyodide.ffi import JsException, jsnull
 
-from .api_errors import ApiError
-from .config import Config
-from .exchange import PlainRequest, Reply
+from chat.config import Config
+from chat.platform import ffi
+from chat.web.errors import ApiError
+from chat.web.exchange import PlainRequest, Reply
 
 
 def plain_request(js_request: Any) -> PlainRequest:
@@ -51,14 +51,10 @@ class JsEdge:
 
     def keep_alive(self, work: Awaitable[None]) -> None:
         """Keep the request context alive until `work` finishes (ctx.waitUntil)."""
-        task = asyncio.ensure_future(work)
-        proxy = create_proxy(task)
-        self._ctx.waitUntil(proxy)
-        task.add_done_callback(lambda _: proxy.destroy())
+        ffi.keep_alive(self._ctx, work)
 
     def respond(self, reply: Reply) -> Any:
-        init = to_js({"status": reply.status, "headers": reply.headers}, dict_converter=js.Object.fromEntries)
-        return js.Response.new(reply.body, init)
+        return ffi.response(reply.body, reply.status, reply.headers)
 
     async def read_body(self, limit: int) -> bytes:
         """The body, refused with ApiError(payload_too_large) past `limit` bytes whatever

@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from .config import Config
+from chat.config import Config
 
 SSE_TYPE = "text/event-stream; charset=utf-8"
 JSON_TYPE = "application/json; charset=utf-8"
 
-CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 CORS_HEADERS = "authorization, content-type, accept, last-event-id"
 
-# Resumable answers: /api/chat/streams/{stream_id} and /api/ui-chat/{chat_id}/stream.
-CHAT_STREAMS_PREFIX = "/api/chat/streams/"
-UI_CHAT_PREFIX, UI_STREAM_SUFFIX = "/api/ui-chat/", "/stream"
 # A Durable Object id as its namespace writes it: 64 lowercase hex digits.
 STREAM_ID_LENGTH = 64
 
@@ -80,10 +76,10 @@ def allowed_headers(requested: str | None) -> str:
     return ", ".join(dict.fromkeys([*ours, *names]))
 
 
-def preflight_headers(origin: str | None, requested_headers: str | None = None) -> dict[str, str]:
+def preflight_headers(origin: str | None, methods: str, requested_headers: str | None = None) -> dict[str, str]:
     return {
         **cors_headers(origin),
-        "access-control-allow-methods": CORS_METHODS,
+        "access-control-allow-methods": methods,
         "access-control-allow-headers": allowed_headers(requested_headers),
         "access-control-max-age": "86400",
     }
@@ -109,18 +105,6 @@ def prefers_ndjson(accept: str | None) -> bool:
     ndjson = ranks.get("application/x-ndjson", -1.0)
     sse = max(ranks.get("text/event-stream", -1.0), ranks.get("*/*", -1.0) - 1.0)
     return ndjson > 0 and ndjson > sse
-
-
-def stream_path(path: str) -> tuple[str, str] | None:
-    """("chat-stream", stream_id) or ("ui-chat-stream", chat_id) for the resumable
-    answers' paths, the id as sent (checked by the caller); else None."""
-    if path.startswith(CHAT_STREAMS_PREFIX):
-        key = path[len(CHAT_STREAMS_PREFIX) :]
-        return None if "/" in key else ("chat-stream", key)
-    if path.startswith(UI_CHAT_PREFIX) and path.endswith(UI_STREAM_SUFFIX) and len(path) > len(UI_CHAT_PREFIX) + len(UI_STREAM_SUFFIX):
-        key = path[len(UI_CHAT_PREFIX) : -len(UI_STREAM_SUFFIX)]
-        return None if "/" in key else ("ui-chat-stream", key)
-    return None
 
 
 def is_stream_id(value: str) -> bool:

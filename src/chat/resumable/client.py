@@ -1,5 +1,5 @@
 """Resumable answers, the Worker's side: a turn is handed to its Durable Object
-(chat.stream_object), and readers' requests are passed on to it. The Worker keeps doing
+(chat.resumable.durable_object), and readers' requests are passed on to it. The Worker keeps doing
 what it does for every route (CORS, auth, limits, validation, the request id); the object
 only ever hears from the Worker, through the binding."""
 
@@ -9,14 +9,13 @@ import json
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, to_js
 
+from chat.api.validation import ChatTurn, is_chat_id
+from chat.model.call import ModelCall
+from chat.platform.ffi import JsException, js_object
+from chat.web import http
+from chat.web.errors import ApiError
 from sse import NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder, parse_event_id
-
-from . import http
-from .api_errors import ApiError
-from .model_call import ModelCall
-from .validation import ChatTurn, is_chat_id
 
 OBJECT_ORIGIN = "https://chat-stream"  # any origin: the binding routes by object id
 
@@ -95,7 +94,7 @@ def _object_id(namespace: Any, stream_id: str) -> Any:
 
 async def _call(namespace: Any, object_id: Any, method: str, path: str, body: str | None = None) -> Any:
     """The object's JS Response; its JSON error, if any, raised as ApiError."""
-    init = to_js({"method": method, "body": body}, dict_converter=js.Object.fromEntries)
+    init = js_object({"method": method, "body": body})
     response = (await namespace.get(object_id).fetch(js.Request.new(OBJECT_ORIGIN + path, init))).js_object
     if response.status in (200, 204):
         return response

@@ -11,9 +11,9 @@ from typing import Any
 
 from pyodide.ffi import JsException
 
-from .lifecycle import StreamLifecycle
-from .logs import log
-from .relay import MAX_FEED_BYTES
+from chat.logs import log
+from chat.stream.lifecycle import StreamLifecycle
+from chat.stream.relay import MAX_FEED_BYTES
 
 # The text a collected answer may hold: far above any real answer (MAX_TOKENS tokens of a
 # few characters), and a bound on what an upstream that never stops costs in memory.

@@ -1,6 +1,6 @@
 """One request as plain values, and the reply to it, before either becomes a JS object.
 
-The JS request is converted once (chat.edge), so everything that decides what to answer
+The JS request is converted once (chat.platform.edge), so everything that decides what to answer
 (routing, CORS, auth, errors) works on these plain objects and is unit-tested on CPython.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import http
-from .api_errors import ApiError, error_body
+from chat.web import http
+from chat.web.errors import ApiError, error_body
 
 # How an API surface writes an ApiError: the response body for it, given the request id.
 ErrorRenderer = Callable[[ApiError, str], str]
@@ -46,14 +46,14 @@ class Reply:
 
 
 class Exchange:
-    """One request being answered: its id, the CORS headers it earned, and the error shape
-    of the API surface it reached (set by routing; this project's own until then)."""
+    """One request being answered: its id, the CORS headers it earned (set by routing),
+    and the error shape of the API surface its path belongs to."""
 
-    def __init__(self, request: PlainRequest, *, request_id: str | None = None) -> None:
+    def __init__(self, request: PlainRequest, *, render_error: ErrorRenderer = error_body, request_id: str | None = None) -> None:
         self.request = request
         self.request_id = request_id or os.urandom(16).hex()  # 128 random bits, like uuid4 (without importing uuid)
         self.cors: dict[str, str] = {}
-        self.render_error: ErrorRenderer = error_body
+        self.render_error = render_error
 
     def reply(self, body: Any = None, status: int = 200, headers: Mapping[str, str] | None = None) -> Reply:
         return Reply(status=status, headers={**self.cors, "x-request-id": self.request_id, **(headers or {})}, body=body)

@@ -9,11 +9,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from chat.api import tools
+from chat.config import Config
+from chat.model import catalog
+from chat.web.errors import ApiError, invalid_request
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
-
-from . import catalog, tools
-from .api_errors import ApiError, invalid_request
-from .config import Config
 
 ROLES = ("user", "assistant", "tool")
 # A turn asks the model to answer a user, or to go on from its tools' results.
@@ -44,7 +44,7 @@ class ChatTurn:
     """A checked conversation and its generation settings. `messages` are in the binding's
     shape (assistant messages may carry `tool_calls`; tool messages `tool_call_id` and
     `name`). `options` are further model inputs, already checked (top_p, seed, penalties
-    from the OpenAI route); `tool_inputs` the request's tools (chat.tools), empty when it
+    from the OpenAI route); `tool_inputs` the request's tools (chat.api.tools), empty when it
     offers none."""
 
     messages: tuple[dict[str, Any], ...]
@@ -186,7 +186,7 @@ def checked_messages(
     User (and system) messages are `{"role", "content"}` with a character other than
     whitespace. Assistant messages may have empty or null content (kept as "") and
     `tool_calls`; a tool message answers a call of the nearest assistant message with
-    tool_calls before it (chat.tools gives both their shapes). Content, tool results and
+    tool_calls before it (chat.api.tools gives both their shapes). Content, tool results and
     call arguments count towards MAX_INPUT_CHARS. The last message is the user's or a
     tool result. `position` maps an index in `messages` to the one the client sent, so
     errors name the client's own message even when some were left out or one became
@@ -269,7 +269,7 @@ def checked_number(value: Any, field: str, low: float, high: float) -> float:
 
 def checked_sampling(value: Any, field: str, model: str) -> float:
     """A sampling parameter in the range `model` takes (the catalog's); a fallback that
-    takes less gets it clamped (chat.model_call)."""
+    takes less gets it clamped (chat.model.call)."""
     low, high = catalog.sampling_range(model, field)
     return checked_number(value, field, low, high)
 
@@ -284,7 +284,7 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     The text parts of a user message become its content. An assistant message is split
     into steps at its `step-start` parts; each step becomes an assistant message with its
     text and the tool calls that have a result, followed by a tool message for each
-    (chat.tools.ui_tool_exchange). What carries nothing the model call uses (files,
+    (chat.api.tools.ui_tool_exchange). What carries nothing the model call uses (files,
     reasoning, calls still without a result) is left out, and so is a step with neither
     text nor such calls, so the conversation can go on. Then the same rules as /api/chat
     apply, with field names pointing at the UIMessage.

@@ -19,10 +19,9 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from chat.model import catalog
+from chat.web.errors import invalid_request
 from sse import MAX_JSON_DEPTH, loads_bounded
-
-from . import catalog
-from .api_errors import invalid_request
 
 # The contract's bounds on a request's tools.
 MAX_TOOLS = 64

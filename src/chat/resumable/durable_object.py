@@ -14,7 +14,7 @@ The object's alarm is its heartbeat while the answer is made, finds an answer a 
 cut off (events stored, no producer in this instance), and frees the storage RESUME_TTL_S
 after the answer ended.
 
-Routes (called by chat.resumable through the binding; not reachable from outside):
+Routes (called by chat.resumable.client through the binding; not reachable from outside):
 POST /start, GET /events?after=N&format=F[&active=1], DELETE /events.
 """
 
@@ -29,6 +29,14 @@ import js
 from pyodide.ffi import JsException, create_proxy, to_js
 from workers import DurableObject
 
+from chat.config import Config
+from chat.logs import log
+from chat.model.call import ModelCall
+from chat.platform.edge import read_config
+from chat.stream.lifecycle import StreamLifecycle
+from chat.stream.relay import StreamRelay
+from chat.stream.upstream import start_model_stream
+from chat.web.errors import ApiError
 from sse import (
     ERROR_MESSAGES,
     EventNumberer,
@@ -38,15 +46,6 @@ from sse import (
     StoredEvent,
     UIMessageStreamEncoder,
 )
-
-from .api_errors import ApiError
-from .config import Config
-from .edge import read_config
-from .lifecycle import StreamLifecycle
-from .logs import log
-from .model_call import ModelCall
-from .relay import StreamRelay
-from .upstream import start_model_stream
 
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS answer (one INTEGER PRIMARY KEY CHECK (one = 1), kind TEXT NOT NULL,"

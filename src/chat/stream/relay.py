@@ -1,5 +1,5 @@
 """The response stream: Workers AI's ReadableStream piped through a Python-driven
-TransformStream whose bytes come from the stream's lifecycle (chat.lifecycle), which
+TransformStream whose bytes come from the stream's lifecycle (chat.stream.lifecycle), which
 drives the sans-IO core (sse.Reframer).
 
 This module only moves bytes and events between the JS streams and the lifecycle: the
@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, create_proxy, to_js
 from workers import import_from_javascript
 
-from .lifecycle import StreamLifecycle
-from .logs import log
+from chat.logs import log
+from chat.platform.ffi import JsException, ProxyScope, js_bytes, js_object
+from chat.stream.lifecycle import StreamLifecycle
 
 PIPE_OPTIONS = {"preventClose": True, "preventAbort": True}
 
@@ -45,7 +45,7 @@ _plumbing: Any = None  # relay.mjs, imported on first use (it needs a request's 
 def plumbing() -> Any:
     global _plumbing
     if _plumbing is None:
-        _plumbing = import_from_javascript("chat/relay.mjs")
+        _plumbing = import_from_javascript("chat/stream/relay.mjs")
     return _plumbing
 
 
@@ -64,7 +64,7 @@ class StreamRelay:
         self._keep_alive = keep_alive
         self._controller: Any = None
         self._enqueue: Any = None
-        self._proxies: list[Any] = []
+        self._proxies = ProxyScope()
         self._tick_proxy: Any = None
         self._timer: Any = None
         self._closed = False
@@ -80,7 +80,7 @@ class StreamRelay:
                 self._proxy(self._on_cancel),
             )
             stream = js.TransformStream.new(transformer)
-            pipe = self._upstream.pipeTo(stream.writable, to_js(PIPE_OPTIONS, dict_converter=js.Object.fromEntries))
+            pipe = self._upstream.pipeTo(stream.writable, js_object(PIPE_OPTIONS))
         except BaseException:
             self._close()  # nothing else would release the proxies and the timer
             raise
@@ -89,9 +89,7 @@ class StreamRelay:
         return stream.readable
 
     def _proxy(self, function: Callable[..., Any]) -> Any:
-        proxy = create_proxy(function)
-        self._proxies.append(proxy)
-        return proxy
+        return self._proxies.proxy(function)
 
     # --- transformer callbacks (called by the JS stream machinery) ------------------------
 
@@ -186,8 +184,7 @@ class StreamRelay:
     def _send(self, data: bytes) -> None:
         if data and self._enqueue is not None:
             try:
-                # to_js copies: the stream keeps the chunk by reference after we return.
-                self._enqueue(to_js(data))
+                self._enqueue(js_bytes(data))
             except JsException:
                 pass  # the client left while we were writing; the cancel callback says so
 
@@ -208,6 +205,4 @@ class StreamRelay:
         self._closed = True
         if self._timer is not None:
             js.clearTimeout(self._timer)
-        for proxy in self._proxies:
-            proxy.destroy()
-        self._proxies.clear()
+        self._proxies.close()

@@ -10,6 +10,23 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from chat.api.openai import model_list, validate_completion
+from chat.api.validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.config import Config, ConfigError
+from chat.logs import log
+from chat.model.call import model_call
+from chat.platform.edge import JsEdge
+from chat.ratelimit.binding import spend
+from chat.ratelimit.keys import ClientKey, client_key
+from chat.resumable import client as resumable
+from chat.stream.collect import collect
+from chat.stream.lifecycle import StreamLifecycle
+from chat.stream.relay import StreamRelay
+from chat.stream.upstream import Started, start_model_stream
+from chat.web import http
+from chat.web.errors import ApiError
+from chat.web.exchange import Exchange, Reply
+from chat.web.routes import ROUTES, Admitted, Match, admit, error_renderer, match
 from sse import (
     ERROR_CODES,
     STREAM_HEADERS,
@@ -22,31 +39,16 @@ from sse import (
     UIMessageStreamEncoder,
 )
 
-from . import http, resumable
-from .api_errors import ApiError
-from .collect import collect
-from .config import Config, ConfigError
-from .edge import JsEdge
-from .exchange import Exchange, Reply
-from .lifecycle import StreamLifecycle
-from .limiter import spend
-from .logs import log
-from .model_call import model_call
-from .openai_api import model_list, validate_completion
-from .rate_limit import client_key, limited_route
-from .relay import StreamRelay
-from .routes import Admitted, admit
-from .upstream import Started, start_model_stream
-from .validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
-
 Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
 
 
 async def handle(request: Any, env: Any, ctx: Any) -> Any:
     edge = JsEdge(request, env, ctx)
-    exchange = Exchange(edge.request)
+    path = edge.request.path
+    found = match(path)
+    exchange = Exchange(edge.request, render_error=error_renderer(path, found))
     try:
-        reply = await _serve(edge, exchange)
+        reply = await _serve(edge, exchange, found)
     except ApiError as error:
         reply = exchange.error(error)
     except ConfigError as problem:
@@ -58,17 +60,15 @@ async def handle(request: Any, env: Any, ctx: Any) -> Any:
     return edge.respond(reply)
 
 
-async def _serve(edge: JsEdge, exchange: Exchange) -> Reply:
-    admitted = admit(exchange, edge.config)
+async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply:
+    admitted = admit(exchange, found, edge.config)
     if isinstance(admitted, Reply):
         return admitted
-    request = exchange.request
-    route = limited_route(request.path, request.method)
-    if route is not None:
+    route = admitted.route
+    if route.spends_budget:
         # After auth (only valid tokens reach the limiter), before the body is read.
-        key = client_key(token=admitted.token, ip=request.header("cf-connecting-ip"))
-        await spend(edge.env, key, request_id=exchange.request_id, route=route)
-    return await HANDLERS[admitted.route.name](edge, exchange, admitted)
+        await spend(edge.env, _client(exchange, admitted), request_id=exchange.request_id, route=route.name)
+    return await HANDLERS[route.name](edge, exchange, admitted)
 
 
 async def _read_payload(edge: JsEdge, config: Config) -> Any:
@@ -110,7 +110,7 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
 
 
 async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, format: str) -> Reply:
-    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=_client(exchange, admitted))
+    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=_client(exchange, admitted).value)
     body, headers = await resumable.start(edge.env, turn, call, request_id=exchange.request_id, format=format)
     return exchange.reply(body, 200, headers)
 
@@ -176,7 +176,7 @@ async def _stream(
 
 async def _start_model(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn) -> Started:
     config, route = admitted.config, admitted.route.name
-    call = model_call(turn, config, request_id=exchange.request_id, route=route, client=_client(exchange, admitted))
+    call = model_call(turn, config, request_id=exchange.request_id, route=route, client=_client(exchange, admitted).value)
     return await start_model_stream(edge.env.AI, call, config, exchange.request_id, edge.keep_alive)
 
 
@@ -188,18 +188,11 @@ def _log_fields(exchange: Exchange, route: str, started: Started) -> dict[str, A
     return fields
 
 
-def _client(exchange: Exchange, admitted: Admitted) -> str:
+def _client(exchange: Exchange, admitted: Admitted) -> ClientKey:
     # The rate limiter's key for this client: its token's digest, or its address.
-    return client_key(token=admitted.token, ip=exchange.request.header("cf-connecting-ip")).value
+    return client_key(token=admitted.token, ip=exchange.request.header("cf-connecting-ip"))
 
 
-# Health and preflights are answered by routing; every other route by its handler.
-HANDLERS: dict[str, Handler] = {
-    "chat": chat,
-    "raw": raw_chat,
-    "ui-chat": ui_chat,
-    "openai-chat": openai_chat,
-    "openai-models": openai_models,
-    "chat-stream": stream_reader,
-    "ui-chat-stream": stream_reader,
-}
+# Each route's handler, by the name its entry in the route table gives (a name missing
+# here fails at import, so in every runtime test).
+HANDLERS: dict[str, Handler] = {route.name: globals()[route.handler] for route in ROUTES if route.handler is not None}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .api_errors import ApiError
+from chat.web.errors import ApiError
 
 # The binding's name in wrangler.toml's [[ratelimits]].
 BINDING = "RATE_LIMITER"
@@ -21,10 +21,8 @@ BINDING = "RATE_LIMITER"
 # client's window ends, and no window is longer than the period.
 PERIOD_S = 60
 
-# The paths that start inference, with the route name their log lines carry. /health,
-# preflights, 404s, 405s and static assets never spend budget: they cost no inference, and
-# a client over its limit must still be able to check health and send preflights.
-LIMITED_ROUTES = {"/api/chat": "chat", "/api/chat/raw": "raw", "/api/ui-chat": "ui-chat", "/v1/chat/completions": "openai-chat"}
+# The one budget of requests without a valid client address.
+SHARED_KEY = "no-ip"
 
 HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
 
@@ -37,11 +35,6 @@ class ClientKey:
     value: str = field(repr=False)  # identifies the client: never logged
 
 
-def limited_route(path: str, method: str) -> str | None:
-    """The route name when this request spends budget, else None."""
-    return LIMITED_ROUTES.get(path) if method == "POST" else None
-
-
 def client_key(*, token: str | None, ip: str | None) -> ClientKey:
     """The bearer token when the Worker requires one (only valid tokens get this far), else
     the client's address from CF-Connecting-IP."""
@@ -50,23 +43,21 @@ def client_key(*, token: str | None, ip: str | None) -> ClientKey:
 
         # The binding is a separate service: the secret itself never leaves the Worker.
         return ClientKey(kind="token", value="token:" + hashlib.sha256(token.encode()).hexdigest())
-    address = (ip or "").strip()
-    if not address:
-        # Cloudflare sets CF-Connecting-IP on every request from the Internet; one without
-        # it came from inside the account (a service binding). They share one budget rather
-        # than escape the limit.
-        return ClientKey(kind="ip", value="no-ip")
-    mapped = address.lower().removeprefix("::ffff:")
-    if mapped != address.lower() and _is_ipv4(mapped):
+    address = (ip or "").strip().lower()
+    mapped = address.removeprefix("::ffff:")
+    if _is_ipv4(mapped):
         # An IPv4 client seen through an IPv6 socket is that IPv4 client, not one /64
         # that every such client would share.
         return ClientKey(kind="ip", value="ip:" + mapped)
-    if ":" in address:
-        prefix = ipv6_prefix64(address)
-        if prefix is not None:
-            # One IPv6 subscriber holds a whole /64 and can use any address in it.
-            return ClientKey(kind="ip", value="ip6:" + prefix)
-    return ClientKey(kind="ip", value="ip:" + address)
+    prefix = ipv6_prefix64(address) if ":" in address else None
+    if prefix is not None:
+        # One IPv6 subscriber holds a whole /64 and can use any address in it.
+        return ClientKey(kind="ip", value="ip6:" + prefix)
+    # Cloudflare sets CF-Connecting-IP to the client's address on every request from the
+    # Internet. A request without one came from inside the account (a service binding);
+    # one with anything else was not sent as Cloudflare sends it. Either way they share
+    # one budget: a made-up value must not buy a budget of its own.
+    return ClientKey(kind="ip", value=SHARED_KEY)
 
 
 def ipv6_prefix64(address: str) -> str | None:

@@ -1,0 +1,91 @@
+"""The FFI toolkit: the few ways this Worker crosses between Python and JS, each written once.
+
+- `js_object`: a Python dict as a plain JS object (to_js alone would make a JS Map,
+  which Web APIs such as Response's init do not read).
+- `ProxyScope`: the Python callables a JS object calls back (stream sources, sinks,
+  transformers, timers). A proxy that is never destroyed keeps its callable, and all it
+  refers to, alive for as long as the isolate lives; a scope destroys them all in one
+  idempotent `close()`.
+- `keep_alive`: work that must finish after the response is returned (ctx.waitUntil),
+  held by a strong reference until it does.
+- `json_response` and `response`: a js.Response from plain values.
+
+pyproject.toml's ruff rule (TID251) bans importing `js` and `pyodide` anywhere else in
+chat/ but in the modules it lists, which all go through this one where they can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import js
+from pyodide.ffi import JsException, create_proxy, to_js
+
+__all__ = ["JsException", "ProxyScope", "js_bytes", "js_object", "json_response", "keep_alive", "response"]
+
+
+def js_object(value: Mapping[str, Any]) -> Any:
+    """A plain JS object of `value` (nested dicts too)."""
+    return to_js(dict(value), dict_converter=js.Object.fromEntries)
+
+
+def js_bytes(data: bytes) -> Any:
+    """A Uint8Array copy of `data`: a stream keeps a chunk by reference after enqueue
+    returns, so it must not be a view into Python's memory."""
+    return to_js(data)
+
+
+class ProxyScope:
+    """Creates the proxies of one owner and destroys them together."""
+
+    def __init__(self) -> None:
+        self._proxies: list[Any] = []
+        self.closed = False
+
+    def proxy(self, function: Callable[..., Any]) -> Any:
+        if self.closed:
+            raise RuntimeError("a closed ProxyScope makes no proxies")
+        proxy = create_proxy(function)
+        self._proxies.append(proxy)
+        return proxy
+
+    def close(self) -> None:
+        """Destroys every proxy made here; harmless to call again."""
+        self.closed = True
+        proxies, self._proxies = self._proxies, []
+        for proxy in proxies:
+            proxy.destroy()
+
+
+# Tasks kept alive by `keep_alive` until they finish: the event loop holds tasks only
+# weakly, and ctx.waitUntil holds the JS promise, not the Python task behind it.
+_running: set[asyncio.Task[Any]] = set()
+
+
+def keep_alive(ctx: Any, work: Awaitable[Any]) -> None:
+    """Keep the context of `ctx` (a request's, or a Durable Object's) open until `work`
+    finishes, and `work` itself alive until then."""
+    task = asyncio.ensure_future(work)
+    _running.add(task)
+    proxy = create_proxy(task)
+    ctx.waitUntil(proxy)
+
+    def finished(done: asyncio.Task[Any]) -> None:
+        _running.discard(done)
+        proxy.destroy()
+
+    task.add_done_callback(finished)
+
+
+def response(body: Any, status: int, headers: Mapping[str, str] | None = None) -> Any:
+    """A js.Response; `body` is text, None, or a ReadableStream passed on as it is."""
+    return js.Response.new(body, js_object({"status": status, "headers": dict(headers or {})}))
+
+
+def json_response(status: int, payload: object = None, headers: Mapping[str, str] | None = None) -> Any:
+    """A js.Response of `payload` as JSON (no body when it is None)."""
+    body = None if payload is None else json.dumps(payload)
+    return response(body, status, {"content-type": "application/json; charset=utf-8", **(headers or {})})

@@ -1,0 +1,139 @@
+"""The route table, and everything decided before a route's handler runs (404, health,
+origin, CORS, preflight, 405, auth). Pure Python, so every rule here is unit-tested on
+CPython; chat.app dispatches to the handler a route names.
+
+Adding a route is one entry in ROUTES (and its handler in chat.app.handlers): matching,
+405's Allow, the CORS methods, rate limiting and the error shape all derive from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from chat.api.openai import openai_error_body
+from chat.config import Config
+from chat.web import http
+from chat.web.errors import ApiError, error_body
+from chat.web.exchange import ErrorRenderer, Exchange, Reply
+
+ID = "{id}"  # the one variable segment a path may have: a resumable answer's or a chat's id
+
+
+@dataclass(frozen=True, kw_only=True)
+class Route:
+    """A path the Worker serves.
+
+    `name` is the `route` of its log lines; `handler` names its function in
+    chat.app.handlers (None: answered here, before the configuration is read). A route
+    that `spends_budget` starts inference: each request spends one unit of its client's
+    rate-limit budget before its body is read. `errors` renders its ApiErrors in the
+    shape of its API surface.
+    """
+
+    name: str
+    path: str
+    methods: tuple[str, ...]
+    handler: str | None
+    spends_budget: bool = False
+    errors: ErrorRenderer = error_body
+
+
+ROUTES: tuple[Route, ...] = (
+    Route(name="health", path="/health", methods=("GET", "HEAD"), handler=None),
+    Route(name="chat", path="/api/chat", methods=("POST",), handler="chat", spends_budget=True),
+    Route(name="raw", path="/api/chat/raw", methods=("POST",), handler="raw_chat", spends_budget=True),
+    Route(name="ui-chat", path="/api/ui-chat", methods=("POST",), handler="ui_chat", spends_budget=True),
+    Route(name="chat-stream", path=f"/api/chat/streams/{ID}", methods=("GET", "DELETE"), handler="stream_reader"),
+    Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="stream_reader"),
+    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
+          errors=openai_error_body),
+    Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models", errors=openai_error_body),
+)
+
+# A path under this prefix that is not a route is still OpenAI's API: its 404 takes that shape.
+OPENAI_PREFIX = "/v1/"
+
+# What a preflight may ask for: every method of every route (OPTIONS is allowed everywhere).
+CORS_METHODS = ", ".join(dict.fromkeys([method for route in ROUTES for method in route.methods if method != "HEAD"] + ["OPTIONS"]))
+
+_EXACT = {route.path: route for route in ROUTES if ID not in route.path}
+_WITH_ID = [(route, *route.path.split(ID)) for route in ROUTES if ID in route.path]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Match:
+    """The route a path reached, and the id in it as sent (its handler checks it)."""
+
+    route: Route
+    key: str | None = None
+
+
+def match(path: str) -> Match | None:
+    route = _EXACT.get(path)
+    if route is not None:
+        return Match(route=route)
+    for route, prefix, suffix in _WITH_ID:
+        if path.startswith(prefix) and path.endswith(suffix) and len(path) >= len(prefix) + len(suffix):
+            key = path[len(prefix) : len(path) - len(suffix)]
+            if "/" not in key:
+                return Match(route=route, key=key)
+    return None
+
+
+def error_renderer(path: str, found: Match | None) -> ErrorRenderer:
+    """How errors on `path` are written: its route's shape, OpenAI's under /v1/."""
+    if found is not None:
+        return found.route.errors
+    return openai_error_body if path.startswith(OPENAI_PREFIX) else error_body
+
+
+@dataclass(frozen=True, kw_only=True)
+class Admitted:
+    """A request its handler may serve: `token` is the valid bearer token when the Worker
+    requires one (the rate limiter's key), else None; `key` is the id in the path, as sent."""
+
+    route: Route
+    config: Config
+    token: str | None
+    key: str | None = None
+
+
+def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Config]) -> Admitted | Reply:
+    """Decide everything before the handler: a Reply for health and preflights, Admitted
+    for a request to serve. Raises ApiError (404, 403, 405, 401) and ConfigError.
+
+    Health answers before the configuration is read, so a misconfigured Worker still
+    says it is alive; CORS headers are earned by an allowed origin, so a 405 or 401 to
+    an allowed origin is readable by its page and a 403 is not.
+    """
+    request = exchange.request
+    if found is None:
+        raise ApiError("not_found")
+    route = found.route
+    if route.handler is None and request.method in route.methods:
+        return exchange.json({"status": "ok"})
+    config = read_config()
+    origin = request.header("origin")
+    if not http.origin_allowed(origin, request.url, config):
+        raise ApiError("origin_not_allowed")
+    exchange.cors = http.cors_headers(origin)
+    if request.method == "OPTIONS":
+        return exchange.reply(None, 204, http.preflight_headers(origin, CORS_METHODS, request.header("access-control-request-headers")))
+    if request.method not in route.methods:
+        raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.",
+                       headers={"allow": ", ".join((*route.methods, "OPTIONS"))})
+    return Admitted(route=route, config=config, token=authorize(request.header("authorization"), config), key=found.key)
+
+
+def authorize(authorization: str | None, config: Config) -> str | None:
+    """The bearer token when the Worker requires one and `authorization` carries it;
+    raises ApiError(unauthorized) when it does not. None when no token is required."""
+    if config.auth_token is None:
+        return None
+    import hmac  # only Workers with a token pay for this import at start-up
+
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.auth_token.encode()):
+        raise ApiError("unauthorized", headers={"www-authenticate": "Bearer"})
+    return config.auth_token

@@ -45,9 +45,10 @@ lint: setup
 	$(BIN)/ruff check src tests devtools bench clients
 	$(BIN)/mypy
 
-# Branch coverage of the sans-IO core (src/sse) is reported and must stay at 95% or more.
+# Branch coverage of the pure modules (pyproject.toml's [tool.coverage.run]) is reported and
+# gated at what they reach.
 test: setup browser lint
-	$(BIN)/python -m pytest --cov=src/sse --cov-branch --cov-report=term-missing:skip-covered --cov-fail-under=95 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 $(PYTEST_ARGS)
 
 # The README's picture of the page: the page test's screenshot (written under .dev/), copied.
 screenshot: setup browser

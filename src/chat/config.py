@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from chat.model import catalog
 from chat.stream.lifecycle import Timeouts
-from sse import MAX_PADDING
+from sse import DEFAULT_MAX_PADDING, MAX_PADDING
 
 
 class ConfigError(ValueError):
@@ -28,7 +28,7 @@ class Config:
     ping_interval_ms: int = 15_000
     client_timeout_ms: int = 60_000
     allowed_origins: tuple[str, ...] = ()  # empty: any origin
-    padding: int = 32  # longest random padding on delta events; 0 turns it off
+    padding: int = DEFAULT_MAX_PADDING  # longest random padding on delta events; 0 turns it off
     auth_token: str | None = None
     retry_after_s: int = 10
     # OPENAI_SYSTEM_MESSAGES: "accept" (a client's system messages on /v1/chat/completions

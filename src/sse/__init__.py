@@ -6,7 +6,7 @@ Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker'
 """
 
 from ._codes import ERROR_CODES, ERROR_MESSAGES, ErrorCode
-from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder, format_event
+from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder
 from ._errors import (
     EventTooLargeError,
     FieldValueError,
@@ -22,7 +22,7 @@ from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import Reframer
-from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayWriter, StoredEvent, parse_event_id
+from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayFormat, ReplayWriter, StoredEvent, parse_event_id
 from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
@@ -54,6 +54,7 @@ __all__ = [
     "OpenAICompletionEncoder",
     "ReasoningDelta",
     "ReceiveBuffer",
+    "ReplayFormat",
     "ReplayWriter",
     "Reframer",
     "ReframerStats",
@@ -69,7 +70,6 @@ __all__ = [
     "UIMessageStreamEncoder",
     "UI_MESSAGE_STREAM_HEADER",
     "UpstreamNormalizer",
-    "format_event",
     "loads_bounded",
     "openai_error",
     "openai_finish_reason",

@@ -63,6 +63,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="stopped", status=409, message="The answer was stopped on request.", in_stream=True),
     ErrorCode(code="abandoned", status=408, message="Nobody was reading the answer, so it was stopped.", in_stream=True),
     ErrorCode(code="interrupted", status=503, message="The server restarted before the answer was complete.", in_stream=True),
+    ErrorCode(code="expired", status=410, message="The answer expired before this reader had read all of it.", in_stream=True),
     # The Worker itself.
     ErrorCode(code="internal_error", status=500, message="Something went wrong on our side.", in_stream=True),
 )

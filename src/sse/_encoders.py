@@ -1,4 +1,4 @@
-"""Writers for this project's stream protocol (docs/protocol.md) and for raw SSE events.
+"""Writers for this project's stream protocol (docs/protocol.md).
 
 Encoders return `str`; the Reframer joins everything one input chunk produced and encodes
 it to bytes once, so that one chunk in is one piece of bytes out.
@@ -12,7 +12,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from types import MappingProxyType
 
-from ._errors import FieldValueError
 from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._jsonstr import scan_body
 
@@ -21,7 +20,6 @@ __all__ = [
     "NDJSONEncoder",
     "SSEEncoder",
     "STREAM_HEADERS",
-    "format_event",
 ]
 
 # Every layer between the model and the reader must pass chunks on as they come: no cache,
@@ -72,41 +70,6 @@ def _tool_call_payload(call: ToolCall) -> dict[str, object]:
     if call.input_error is not None:
         payload["input_error"] = call.input_error
     return payload
-
-
-def format_event(
-    *,
-    data: str,
-    event: str | None = None,
-    id: str | None = None,
-    retry: int | None = None,
-) -> str:
-    """Writes one event-stream event, ending with its blank line.
-
-    `data` may contain line ends: each line becomes its own `data:` line (a CR or CRLF
-    comes back as LF, since SSE cannot carry a CR inside data). Raises FieldValueError
-    (a ValueError) when `event` or `id` contains CR or LF, `id` contains NUL (a parser
-    would ignore it), or `retry` is negative.
-    """
-    parts: list[str] = []
-    if event is not None:
-        if "\r" in event or "\n" in event:
-            raise FieldValueError("an event type cannot contain CR or LF")
-        parts.append(f"event: {event}\n")
-    if id is not None:
-        if "\r" in id or "\n" in id or "\0" in id:
-            raise FieldValueError("an event id cannot contain CR, LF or NUL")
-        parts.append(f"id: {id}\n")
-    if retry is not None:
-        if retry < 0:
-            raise FieldValueError("retry cannot be negative")
-        parts.append(f"retry: {retry}\n")
-    if "\r" in data:
-        data = data.replace("\r\n", "\n").replace("\r", "\n")
-    for line in data.split("\n"):
-        parts.append(f"data: {line}\n")
-    parts.append("\n")
-    return "".join(parts)
 
 
 class Encoder(ABC):

@@ -10,7 +10,6 @@ import math
 import re
 from typing import Any
 
-from ._events import Event, ReasoningDelta, TextDelta
 from ._json import loads_bounded
 from ._jsonstr import scan_body, scanstring
 from ._tool_calls import ToolCallAssembler, ToolCallError, ToolEvent
@@ -135,7 +134,7 @@ def _finish_reason(value: str) -> str:
 
 
 class UpstreamNormalizer:
-    """Turns upstream events into `TextDelta`/`ReasoningDelta` and records the rest.
+    """Reads upstream events into their text and reasoning text, and records the rest.
 
     Workers AI native frames: `response` (a string, or a number emitted as its `str`),
     `p` (their padding, dropped), `usage`, `tool_calls`, and an optional top-level
@@ -211,21 +210,11 @@ class UpstreamNormalizer:
             return True
         return False
 
-    def normalize(self, event: Event) -> list[TextDelta | ReasoningDelta]:
-        """The deltas one upstream event carries (often one, possibly none). Never raises."""
-        text, reasoning = self.read(event.type, event.data)
-        deltas: list[TextDelta | ReasoningDelta] = []
-        if reasoning:
-            deltas.append(ReasoningDelta(text=reasoning))
-        if text:
-            deltas.append(TextDelta(text=text))
-        return deltas
-
     def read(self, event_type: str, data: str) -> tuple[str, str]:
         """(text, reasoning text) of one upstream event, "" for what it does not carry.
 
-        The one place the per-event rules live: `normalize` and the Reframer both read
-        events through it. Never raises.
+        The one place the per-event rules live: the Reframer reads every event through
+        it. Never raises.
         """
         if self.done or self.failure is not None:
             return _NOTHING

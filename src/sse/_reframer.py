@@ -87,11 +87,6 @@ class Reframer:
         """The unexpected exception that ended the stream with `internal_error`, for logs."""
 
     @property
-    def content_type(self) -> str:
-        """The response's content-type for this Reframer's encoder."""
-        return self._encoder.content_type
-
-    @property
     def terminated(self) -> bool:
         """True once the terminal frame was returned."""
         return self._terminated

@@ -63,10 +63,6 @@ class EventNumberer:
         )
         self._last_id = last_id
 
-    @property
-    def last_id(self) -> int:
-        return self._last_id
-
     def number(self, frames: bytes) -> list[StoredEvent]:
         events = []
         for event in self._parser.feed(frames):

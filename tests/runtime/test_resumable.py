@@ -10,7 +10,7 @@ import tempfile
 import httpx
 import pytest
 
-from tests.runtime.client import USER, ChatResult, chat
+from tests.runtime.client import USER, ChatResult, chat, parse_sse
 from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
 from tests.runtime.scripts import done_frame, error, hang, native_frame, script, scripted_options, sleep
 
@@ -95,11 +95,15 @@ async def test_delete_stops_the_generation_and_every_reader_gets_one_stopped_eve
     mark = len(runtime.lines)
     first = await chat(http, runtime.url, RESUMABLE, leave_after_events=2)
     path = stream_path(first)
-    reading = asyncio.create_task(resume(http, runtime, path))
-    await asyncio.sleep(0.3)
-    stopped = await http.delete(runtime.url + path)
-    assert stopped.status_code == 204
-    other = await reading
+    other = ChatResult(status=0, headers=httpx.Headers())
+    async with http.stream("GET", runtime.url + path) as reading:
+        chunks = reading.aiter_text()
+        buffer = await anext(chunks)  # this reader is attached: it has the answer's first events
+        stopped = await http.delete(runtime.url + path)
+        assert stopped.status_code == 204
+        async for chunk in chunks:
+            buffer += chunk
+    parse_sse(buffer, other, 0.0)
     assert other.terminal.name == "error" and other.terminal.data["code"] == "stopped"
     assert [e.name for e in other.events].count("error") == 1 and "done" not in other.names
     runtime.wait_for_record("ai_upstream_cancelled", since=mark)
@@ -164,7 +168,7 @@ async def test_malformed_last_event_ids_are_400(start_runtime, http, last_event_
     assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_last_event_id"
 
 
-async def test_a_reader_with_the_whole_answer_gets_204_and_an_id_not_sent_yet_is_400(start_runtime, http):
+async def test_a_reader_with_the_whole_answer_gets_204_and_an_id_never_sent_is_400(start_runtime, http):
     runtime = start_runtime(PACED)
     live = await chat(http, runtime.url, RESUMABLE, leave_after_events=2)
     path = stream_path(live)
@@ -172,10 +176,12 @@ async def test_a_reader_with_the_whole_answer_gets_204_and_an_id_not_sent_yet_is
     assert ahead.status_code == 400 and ahead.json()["error"]["code"] == "invalid_last_event_id"
     whole = await resume(http, runtime, path)  # waits for the end
     last = whole.events[-1].id
-    for after in (last, str(int(last) + 5)):
-        # 204 is what stops a browser's EventSource from reconnecting for ever.
-        done = await http.get(runtime.url + path, headers={"last-event-id": after})
-        assert done.status_code == 204 and done.content == b""
+    # 204 is what stops a browser's EventSource from reconnecting for ever.
+    done = await http.get(runtime.url + path, headers={"last-event-id": last})
+    assert done.status_code == 204 and done.content == b""
+    # An id the finished answer never sent is refused as on a live one (docs/protocol.md).
+    beyond = await http.get(runtime.url + path, headers={"last-event-id": str(int(last) + 5)})
+    assert beyond.status_code == 400 and beyond.json()["error"]["code"] == "invalid_last_event_id"
     before_last = await resume(http, runtime, path, str(int(last) - 1))
     assert [e.name for e in before_last.events] == ["done"]
 
@@ -220,10 +226,10 @@ async def test_two_turns_of_one_ui_chat_at_once_leave_one_answer_and_stop_the_ot
     stopped = [text for text in texts if "stopped" in text]
     assert len(finished) == 1 and len(stopped) == 2, [text[-200:] for text in texts]
     assert all(text.endswith("data: [DONE]\n\n") for text in texts)
-    runtime.wait_for_count("chat_stream_completed", 1, since=mark)
-    # Whether each stop reached the local emulator is not asserted: with readers attached
-    # it sometimes does not (README, "Limits"); no stopped generation ran to its end.
-    assert sum(r["event"] == "ai_upstream_finished" for r in runtime.records(mark)) == 1
+    assert len(runtime.wait_for_count("chat_stream_completed", 1, since=mark)) == 1
+    assert [r["code"] for r in runtime.wait_for_count("chat_stream_failed", 2, since=mark)] == ["stopped", "stopped"]
+    # Whether each stop reached the local emulator is not asserted here: with readers
+    # attached it sometimes does not (README, "Limits"; issue 20 measures it).
 
 
 async def test_start_errors_are_still_http_statuses_and_bad_flags_are_400(start_runtime, http):

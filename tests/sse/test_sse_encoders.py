@@ -1,4 +1,4 @@
-"""The protocol encoders (SSE and NDJSON) and the raw event writer."""
+"""The protocol encoders (SSE and NDJSON)."""
 
 from __future__ import annotations
 
@@ -6,53 +6,10 @@ import json
 
 import pytest
 
-from sse import ERROR_MESSAGES, Encoder, FieldValueError, NDJSONEncoder, SSEEncoder, format_event
+from sse import ERROR_MESSAGES, Encoder, NDJSONEncoder, SSEEncoder
 from tests.sse.support import parse_chunks, stats
 
 USAGE = {"prompt_tokens": 1, "completion_tokens": 2, "total_tokens": 3}
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "expected"),
-    [
-        pytest.param({"data": "a"}, "data: a\n\n", id="data-only"),
-        pytest.param({"data": ""}, "data: \n\n", id="empty-data"),
-        pytest.param({"data": "a\nb"}, "data: a\ndata: b\n\n", id="lf-splits-data"),
-        pytest.param(
-            {"data": "a\r\nb\rc"}, "data: a\ndata: b\ndata: c\n\n", id="crlf-and-cr-split-data"
-        ),
-        pytest.param({"data": "a\n"}, "data: a\ndata: \n\n", id="trailing-newline-kept"),
-        pytest.param(
-            {"data": "a", "event": "delta", "id": "7", "retry": 1000},
-            "event: delta\nid: 7\nretry: 1000\ndata: a\n\n",
-            id="all-fields",
-        ),
-        pytest.param(
-            {"data": "a", "event": " x"}, "event:  x\ndata: a\n\n", id="leading-space-survives"
-        ),
-    ],
-)
-def test_format_event_writes_the_fields_and_splits_data_lines(
-    kwargs: dict[str, object], expected: str
-) -> None:
-    assert format_event(**kwargs) == expected  # type: ignore[arg-type]
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        pytest.param({"event": "a\nb"}, id="lf-in-event"),
-        pytest.param({"event": "a\rb"}, id="cr-in-event"),
-        pytest.param({"id": "a\nb"}, id="lf-in-id"),
-        pytest.param({"id": "a\rb"}, id="cr-in-id"),
-        pytest.param({"id": "a\x00b"}, id="nul-in-id"),
-        pytest.param({"retry": -1}, id="negative-retry"),
-    ],
-)
-def test_format_event_refuses_values_that_would_break_framing(kwargs: dict[str, object]) -> None:
-    with pytest.raises(ValueError) as caught:
-        format_event(data="x", **kwargs)  # type: ignore[arg-type]
-    assert isinstance(caught.value, FieldValueError)
 
 
 def sse_frame(text: str) -> tuple[str, dict[str, object]]:
@@ -158,6 +115,7 @@ def test_every_error_code_has_a_generic_message() -> None:
         "stopped",
         "abandoned",
         "interrupted",
+        "expired",
     }
     for message in ERROR_MESSAGES.values():
         assert message.endswith(".") and "Traceback" not in message

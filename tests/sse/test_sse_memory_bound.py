@@ -1,17 +1,20 @@
-"""Fuzzing the Reframer with endless hostile input: no exception, and memory stays bounded
-by the line cap rather than by how much was fed."""
+"""What the Reframer holds of an unfinished upstream event: bounded by its caps, not by how
+much was fed, and proportional to the text held however finely it was split."""
 
 from __future__ import annotations
 
 import random
 import tracemalloc
+from collections.abc import Iterable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sse import Reframer
+from tests.sse.support import protocol_events
 
 CAP = 4096
+BIG_CAP = 1 << 16
 
 
 def hostile_chunks(seed: int, total: int) -> list[bytes]:
@@ -40,16 +43,60 @@ def test_hostile_streams_never_raise_and_end_with_one_terminal_frame(seed):
     assert text.count("event: done\n") + text.count("event: error\n") == 1
 
 
-def test_feeding_megabytes_keeps_memory_bounded_by_the_line_cap():
-    reframer = Reframer(request_id="r", model="m", max_line_bytes=1 << 20, rng=random.Random(1))
-    frame = b'data: {"response":" token","p":"abc"}\n\n'
-    reframer.start()
-    for _ in range(2000):  # warm up caches and interned strings
-        reframer.feed(frame * 3)
+def fed(reframer: Reframer, chunks: Iterable[bytes]) -> tuple[bytes, int]:
+    """The output that ended the stream (b"" if none did), and the most memory in use while
+    `chunks` were fed, above what was in use before (other output is not kept)."""
     tracemalloc.start()
-    baseline = tracemalloc.get_traced_memory()[0]
-    for _ in range(30_000):  # ~3.6 MB more input
-        reframer.feed(frame * 3)
-    grown = tracemalloc.get_traced_memory()[0] - baseline
-    tracemalloc.stop()
-    assert grown < 64 * 1024, f"the reframer kept {grown} bytes of a stream it should not hold"
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        ending = b""
+        for chunk in chunks:
+            out = reframer.feed(chunk)
+            if reframer.terminated and not ending:
+                ending = out
+        peak = tracemalloc.get_traced_memory()[1] - baseline
+    finally:
+        tracemalloc.stop()
+    return ending, peak
+
+
+def test_a_line_that_never_ends_is_dropped_at_the_line_cap_not_held_to_the_end():
+    # The event cap far above: only the line cap may bound this.
+    reframer = Reframer(request_id="r", model="m", max_line_bytes=BIG_CAP, max_event_chars=1 << 24, rng=random.Random(1))
+    reframer.start()
+    endless_line = [b"data: "] + [b"y" * 1000] * 4000  # 4 MB and no line end
+    ending, peak = fed(reframer, endless_line)
+    assert peak < 4 * BIG_CAP, f"{peak} bytes held for a line capped at {BIG_CAP}"
+    assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
+
+
+def test_an_event_that_never_ends_is_dropped_at_the_event_cap_not_held_to_the_end():
+    reframer = Reframer(request_id="r", model="m", max_event_chars=BIG_CAP, rng=random.Random(1))
+    reframer.start()
+    endless_event = [b"data: " + b"y" * 994 + b"\n"] * 4000  # 4 MB of lines and no blank line
+    ending, peak = fed(reframer, endless_event)
+    assert peak < 4 * BIG_CAP, f"{peak} bytes held for an event capped at {BIG_CAP} characters"
+    assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
+
+
+def test_an_event_trickling_in_a_byte_a_chunk_is_held_in_memory_near_its_length():
+    # One fragment a chunk would cost some fifty bytes of object header per byte held.
+    reframer = Reframer(request_id="r", model="m", max_line_bytes=4 * BIG_CAP, rng=random.Random(1))
+    reframer.start()
+    text = "x" * BIG_CAP
+    head = f'data: {{"response":"{text}'.encode()
+    tracemalloc.start()
+    try:
+        baseline = tracemalloc.get_traced_memory()[0]
+        for i in range(len(head)):
+            assert reframer.feed(head[i : i + 1]) == b""
+        held = tracemalloc.get_traced_memory()[0] - baseline
+        # The whole event is still there, and once it ends nothing of it stays behind.
+        [(kind, data)] = protocol_events(reframer.feed(b'"}\n\n'))
+        assert (kind, data["text"]) == ("delta", text)
+        del data
+        left = tracemalloc.get_traced_memory()[0] - baseline
+    finally:
+        tracemalloc.stop()
+    assert len(head) <= held < 3 * len(head), f"{held} bytes held for {len(head)} bytes of an unfinished event"
+    assert left < len(head) // 4, f"{left} bytes still held after the event was handed out"

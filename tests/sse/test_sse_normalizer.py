@@ -1,4 +1,5 @@
-"""The upstream normalizer: Workers AI native and OpenAI-style frames to model deltas."""
+"""The upstream normalizer: Workers AI native and OpenAI-style frames to the text and
+reasoning text they carry, read as the Reframer reads them (`read`)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sse import Event, ReasoningDelta, TextDelta, UpstreamNormalizer
+from sse import UpstreamNormalizer
 from sse._jsonstr import scan_body
 from sse._normalizer import fast_response, native_event_bodies
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8}
-
-
-def message(data: str) -> Event:
-    return Event(data=data)
+NOTHING = ("", "")  # (text, reasoning text) of an event that carries neither
 
 
 def dumps(value: object) -> str:
@@ -24,90 +22,90 @@ def dumps(value: object) -> str:
 
 
 FRAMES = [
-    pytest.param('{"response":"Hello","p":"abcd"}', [TextDelta(text="Hello")], 0, id="native"),
-    pytest.param('{"response":"Hi"}', [TextDelta(text="Hi")], 0, id="native-without-padding"),
+    pytest.param('{"response":"Hello","p":"abcd"}', ("Hello", ""), 0, id="native"),
+    pytest.param('{"response":"Hi"}', ("Hi", ""), 0, id="native-without-padding"),
     pytest.param(
-        '{"p":"ab","response":"Hi"}', [TextDelta(text="Hi")], 0, id="native-padding-first"
+        '{"p":"ab","response":"Hi"}', ("Hi", ""), 0, id="native-padding-first"
     ),
-    pytest.param('{ "response" : "Hi" }', [TextDelta(text="Hi")], 0, id="native-with-whitespace"),
+    pytest.param('{ "response" : "Hi" }', ("Hi", ""), 0, id="native-with-whitespace"),
     pytest.param(
         '{"response":"a\\nb\\u00e9\\"\\\\"}',
-        [TextDelta(text='a\nb\u00e9"\\')],
+        ('a\nb\u00e9"\\', ""),
         0,
         id="native-escapes",
     ),
     pytest.param(
         '{"response":"\\ud83d\\ude42"}',
-        [TextDelta(text="\U0001f642")],
+        ("\U0001f642", ""),
         0,
         id="native-surrogate-pair-escape",
     ),
-    pytest.param('{"response":42}', [TextDelta(text="42")], 0, id="native-integer-response"),
-    pytest.param('{"response":1.5}', [TextDelta(text="1.5")], 0, id="native-float-response"),
-    pytest.param('{"response":""}', [], 0, id="native-empty-text-emits-nothing"),
-    pytest.param('{"response":null}', [], 0, id="native-null-response-is-known"),
-    pytest.param('{"response":true}', [], 1, id="native-boolean-response-skipped"),
-    pytest.param('{"response":["a"]}', [], 1, id="native-list-response-skipped"),
+    pytest.param('{"response":42}', ("42", ""), 0, id="native-integer-response"),
+    pytest.param('{"response":1.5}', ("1.5", ""), 0, id="native-float-response"),
+    pytest.param('{"response":""}', NOTHING, 0, id="native-empty-text-emits-nothing"),
+    pytest.param('{"response":null}', NOTHING, 0, id="native-null-response-is-known"),
+    pytest.param('{"response":true}', NOTHING, 1, id="native-boolean-response-skipped"),
+    pytest.param('{"response":["a"]}', NOTHING, 1, id="native-list-response-skipped"),
     pytest.param(
         '{"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]}',
-        [TextDelta(text="Hi")],
+        ("Hi", ""),
         0,
         id="openai-content",
     ),
     pytest.param(
         '{"choices":[{"delta":{"reasoning_content":"hmm"}}]}',
-        [ReasoningDelta(text="hmm")],
+        ("", "hmm"),
         0,
         id="openai-reasoning",
     ),
     pytest.param(
         '{"choices":[{"delta":{"reasoning_content":"hmm","content":"Hi"}}]}',
-        [ReasoningDelta(text="hmm"), TextDelta(text="Hi")],
+        ("Hi", "hmm"),
         0,
         id="openai-reasoning-before-content-in-one-frame",
     ),
-    pytest.param('{"choices":[{"delta":{"role":"assistant"}}]}', [], 0, id="openai-role-only"),
-    pytest.param('{"choices":[{"delta":{"content":null}}]}', [], 0, id="openai-null-content"),
-    pytest.param('{"choices":[]}', [], 0, id="openai-empty-choices"),
-    pytest.param('{"choices":["x"]}', [], 1, id="openai-choice-not-an-object-skipped"),
-    pytest.param('{"choices":[{"delta":"x"}]}', [], 1, id="openai-delta-not-an-object-skipped"),
-    pytest.param('{"choices":"x"}', [], 1, id="openai-choices-not-a-list-skipped"),
-    pytest.param("not json", [], 1, id="invalid-json-skipped"),
-    pytest.param('{"response":"unterminated', [], 1, id="truncated-json-skipped"),
-    pytest.param('{"response":"a\tb"}', [], 1, id="raw-control-character-skipped"),
-    pytest.param('["response"]', [], 1, id="json-array-skipped"),
-    pytest.param('"text"', [], 1, id="json-string-skipped"),
-    pytest.param("", [], 1, id="empty-data-skipped"),
-    pytest.param("{}", [], 1, id="empty-object-skipped"),
-    pytest.param('{"error":"boom"}', [], 1, id="unknown-shape-skipped"),
-    pytest.param("[" * 100_000 + "]" * 100_000, [], 1, id="deeply-nested-json-skipped"),
+    pytest.param('{"choices":[{"delta":{"role":"assistant"}}]}', NOTHING, 0, id="openai-role-only"),
+    pytest.param('{"choices":[{"delta":{"content":null}}]}', NOTHING, 0, id="openai-null-content"),
+    pytest.param('{"choices":[]}', NOTHING, 0, id="openai-empty-choices"),
+    pytest.param('{"choices":["x"]}', NOTHING, 1, id="openai-choice-not-an-object-skipped"),
+    pytest.param('{"choices":[{"delta":"x"}]}', NOTHING, 1, id="openai-delta-not-an-object-skipped"),
+    pytest.param('{"choices":"x"}', NOTHING, 1, id="openai-choices-not-a-list-skipped"),
+    pytest.param("not json", NOTHING, 1, id="invalid-json-skipped"),
+    pytest.param('{"response":"unterminated', NOTHING, 1, id="truncated-json-skipped"),
+    pytest.param('{"response":"a\tb"}', NOTHING, 1, id="raw-control-character-skipped"),
+    pytest.param('["response"]', NOTHING, 1, id="json-array-skipped"),
+    pytest.param('"text"', NOTHING, 1, id="json-string-skipped"),
+    pytest.param("", NOTHING, 1, id="empty-data-skipped"),
+    pytest.param("{}", NOTHING, 1, id="empty-object-skipped"),
+    pytest.param('{"error":"boom"}', NOTHING, 1, id="unknown-shape-skipped"),
+    pytest.param("[" * 100_000 + "]" * 100_000, NOTHING, 1, id="deeply-nested-json-skipped"),
     pytest.param(
-        '{"response":"deep","x":' + "[" * 65 + "]" * 65 + "}", [], 1, id="over-the-depth-limit-skipped"
+        '{"response":"deep","x":' + "[" * 65 + "]" * 65 + "}", NOTHING, 1, id="over-the-depth-limit-skipped"
     ),
     pytest.param(
         '{"response":"ok","x":' + "[" * 63 + "]" * 63 + "}",
-        [TextDelta(text="ok")],
+        ("ok", ""),
         0,
         id="at-the-depth-limit-read",
     ),
-    pytest.param('{"response":NaN}', [], 1, id="nan-is-not-json-skipped"),
-    pytest.param('{"response":-Infinity}', [], 1, id="infinity-is-not-json-skipped"),
-    pytest.param('{"response":1e400}', [], 1, id="number-too-large-for-a-float-skipped"),
-    pytest.param('{"response":' + "9" * 5000 + "}", [], 1, id="integer-over-the-digit-limit-skipped"),
-    pytest.param('{"response":"Hi","p":"a"b"}', [], 1, id="invalid-padding-makes-frame-invalid"),
-    pytest.param('{"response":"Hi","p":"ab"}x', [], 1, id="trailing-garbage-skipped"),
+    pytest.param('{"response":NaN}', NOTHING, 1, id="nan-is-not-json-skipped"),
+    pytest.param('{"response":-Infinity}', NOTHING, 1, id="infinity-is-not-json-skipped"),
+    pytest.param('{"response":1e400}', NOTHING, 1, id="number-too-large-for-a-float-skipped"),
+    pytest.param('{"response":' + "9" * 5000 + "}", NOTHING, 1, id="integer-over-the-digit-limit-skipped"),
+    pytest.param('{"response":"Hi","p":"a"b"}', NOTHING, 1, id="invalid-padding-makes-frame-invalid"),
+    pytest.param('{"response":"Hi","p":"ab"}x', NOTHING, 1, id="trailing-garbage-skipped"),
     pytest.param(
-        '{"response":"Hi"} ', [TextDelta(text="Hi")], 0, id="trailing-whitespace-is-valid-json"
+        '{"response":"Hi"} ', ("Hi", ""), 0, id="trailing-whitespace-is-valid-json"
     ),
 ]
 
 
-@pytest.mark.parametrize(("data", "deltas", "skipped"), FRAMES)
-def test_normalizer_turns_each_frame_into_its_deltas(
-    data: str, deltas: list[object], skipped: int
+@pytest.mark.parametrize(("data", "carried", "skipped"), FRAMES)
+def test_normalizer_reads_each_frame_into_its_text_and_reasoning(
+    data: str, carried: tuple[str, str], skipped: int
 ) -> None:
     normalizer = UpstreamNormalizer()
-    assert normalizer.normalize(message(data)) == deltas
+    assert normalizer.read("message", data) == carried
     assert normalizer.skipped == skipped
 
 
@@ -122,35 +120,35 @@ def test_normalizer_turns_each_frame_into_its_deltas(
 )
 def test_done_sentinel_is_recognised_before_json_parsing(data: str) -> None:
     normalizer = UpstreamNormalizer()
-    assert normalizer.normalize(message(data)) == []
+    assert normalizer.read("message", data) == NOTHING
     assert normalizer.done
     assert normalizer.skipped == 0
 
 
 def test_events_after_done_are_ignored_not_counted() -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message("[DONE]"))
-    assert normalizer.normalize(message('{"response":"late"}')) == []
-    assert normalizer.normalize(message("garbage")) == []
+    normalizer.read("message", "[DONE]")
+    assert normalizer.read("message", '{"response":"late"}') == NOTHING
+    assert normalizer.read("message", "garbage") == NOTHING
     assert normalizer.skipped == 0
 
 
 def test_done_inside_json_is_not_the_sentinel() -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message('"[DONE]"'))
+    normalizer.read("message", '"[DONE]"')
     assert not normalizer.done
 
 
 def test_events_with_another_type_are_skipped_and_counted() -> None:
     normalizer = UpstreamNormalizer()
-    assert normalizer.normalize(Event(type="error", data='{"response":"x"}')) == []
+    assert normalizer.read("error", '{"response":"x"}') == NOTHING
     assert normalizer.skipped == 1
 
 
 def test_native_usage_is_recorded_and_keeps_only_the_three_counts() -> None:
     normalizer = UpstreamNormalizer()
     frame = {"response": "", "usage": {**USAGE, "extra": {"cached": 1}}}
-    assert normalizer.normalize(message(dumps(frame))) == []
+    assert normalizer.read("message", dumps(frame)) == NOTHING
     assert normalizer.usage == USAGE
     assert normalizer.skipped == 0
 
@@ -166,7 +164,7 @@ def test_native_usage_is_recorded_and_keeps_only_the_three_counts() -> None:
 )
 def test_malformed_usage_is_not_recorded(usage: object) -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message(dumps({"usage": usage})))
+    normalizer.read("message", dumps({"usage": usage}))
     assert normalizer.usage is None
     assert normalizer.skipped == 1
 
@@ -188,8 +186,8 @@ def test_openai_stream_records_finish_reason_and_final_usage_chunk() -> None:
         },
         {"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": USAGE},
     ]
-    deltas = [d for frame in frames for d in normalizer.normalize(message(dumps(frame)))]
-    assert deltas == [TextDelta(text="Hi")]
+    read = [normalizer.read("message", dumps(frame)) for frame in frames]
+    assert read == [("Hi", ""), NOTHING, NOTHING]
     assert normalizer.finish_reason == "stop"
     assert normalizer.usage == USAGE
     assert normalizer.skipped == 0
@@ -197,7 +195,7 @@ def test_openai_stream_records_finish_reason_and_final_usage_chunk() -> None:
 
 def test_native_top_level_finish_reason_is_recorded() -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message('{"response":"","finish_reason":"length"}'))
+    normalizer.read("message", '{"response":"","finish_reason":"length"}')
     assert normalizer.finish_reason == "length"
 
 
@@ -207,8 +205,8 @@ def test_native_tool_calls_are_counted_not_emitted() -> None:
         "response": "",
         "tool_calls": [{"name": "f", "arguments": {}}, {"name": "g", "arguments": {}}],
     }
-    assert normalizer.normalize(message(dumps(frame))) == []
-    assert normalizer.normalize(message(dumps({"tool_calls": [{"name": "h"}]}))) == []
+    assert normalizer.read("message", dumps(frame)) == NOTHING
+    assert normalizer.read("message", dumps({"tool_calls": [{"name": "h"}]})) == NOTHING
     assert normalizer.tool_calls == 3
     assert normalizer.skipped == 0
 
@@ -217,14 +215,14 @@ def test_native_tool_calls_are_counted_not_emitted() -> None:
 def test_native_tool_calls_in_a_shape_no_provider_sends_fail_the_stream(tool_calls: str) -> None:
     # Never dropped in silence: a call the model made would be lost.
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message('{"response":"","tool_calls":' + tool_calls + "}"))
+    normalizer.read("message", '{"response":"","tool_calls":' + tool_calls + "}")
     assert (normalizer.tool_calls, normalizer.failure) == (0, "upstream_malformed")
-    assert normalizer.normalize(message('{"response":"more"}')) == []  # nothing is read after it
+    assert normalizer.read("message", '{"response":"more"}') == NOTHING  # nothing is read after it
 
 
 def test_null_tool_calls_are_none() -> None:
     normalizer = UpstreamNormalizer()
-    assert normalizer.normalize(message('{"response":"a","tool_calls":null}')) == [TextDelta(text="a")]
+    assert normalizer.read("message", '{"response":"a","tool_calls":null}') == ("a", "")
     assert normalizer.failure is None
 
 
@@ -243,7 +241,7 @@ def test_openai_tool_call_fragments_count_once_per_call() -> None:
     }
     more = {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]}
     for frame in (first, more, more):
-        assert normalizer.normalize(message(dumps(frame))) == []
+        assert normalizer.read("message", dumps(frame)) == NOTHING
     assert normalizer.tool_calls == 1
 
 
@@ -321,7 +319,7 @@ def test_finish_reason_keeps_known_values_and_reports_the_rest_as_other(
         dumps({"choices": [{"delta": {}, "finish_reason": sent}]}),
     ):
         normalizer = UpstreamNormalizer()
-        normalizer.normalize(message(frame))
+        normalizer.read("message", frame)
         assert normalizer.finish_reason == recorded
         assert normalizer.skipped == 0
 
@@ -337,7 +335,7 @@ def test_finish_reason_keeps_known_values_and_reports_the_rest_as_other(
 def test_usage_with_counts_no_client_can_hold_is_not_recorded(count: int) -> None:
     normalizer = UpstreamNormalizer()
     usage = {**USAGE, "total_tokens": count}
-    normalizer.normalize(message('{"response":"","usage":' + json.dumps(usage) + "}"))
+    normalizer.read("message", '{"response":"","usage":' + json.dumps(usage) + "}")
     assert normalizer.usage is None
 
 
@@ -354,8 +352,8 @@ def workers_ai_chunk(delta: dict, completion: int, finish: str | None = None, ca
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_reasoning_is_read_from_either_field_current_models_send(field: str) -> None:
     normalizer = UpstreamNormalizer()
-    deltas = normalizer.normalize(message(workers_ai_chunk({field: "Let me think"}, 1)))
-    assert deltas == [ReasoningDelta(text="Let me think")] and normalizer.skipped == 0
+    read = normalizer.read("message", workers_ai_chunk({field: "Let me think"}, 1))
+    assert read == ("", "Let me think") and normalizer.skipped == 0
 
 
 def test_running_usage_keeps_the_last_and_cached_tokens_travel_with_it() -> None:
@@ -368,8 +366,8 @@ def test_running_usage_keeps_the_last_and_cached_tokens_travel_with_it() -> None
         dumps({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [],
                "usage": {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22, "prompt_tokens_details": {"cached_tokens": 16}}}),
     ]
-    deltas = [d for frame in frames for d in normalizer.normalize(message(frame))]
-    assert deltas == [ReasoningDelta(text="hm"), TextDelta(text="Hi")]
+    read = [normalizer.read("message", frame) for frame in frames]
+    assert read == [NOTHING, ("", "hm"), ("Hi", ""), NOTHING, NOTHING]
     assert normalizer.usage == {"prompt_tokens": 20, "completion_tokens": 2, "total_tokens": 22, "cached_tokens": 16}
     assert normalizer.finish_reason == "stop" and normalizer.skipped == 0
 
@@ -377,7 +375,7 @@ def test_running_usage_keeps_the_last_and_cached_tokens_travel_with_it() -> None
 @pytest.mark.parametrize("details", [None, {}, {"cached_tokens": -1}, {"cached_tokens": True}, {"cached_tokens": "3"}, [], 5])
 def test_cached_tokens_that_are_not_a_count_are_left_out(details: object) -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message(dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": details}})))
+    normalizer.read("message", dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": details}}))
     assert normalizer.usage == USAGE
 
 
@@ -452,5 +450,5 @@ def test_a_later_chunk_with_a_usage_the_general_path_would_refuse_keeps_the_earl
 
 def test_more_cached_than_prompt_tokens_is_left_out() -> None:
     normalizer = UpstreamNormalizer()
-    normalizer.normalize(message(dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": {"cached_tokens": 4}}})))
+    normalizer.read("message", dumps({"choices": [], "usage": {**USAGE, "prompt_tokens_details": {"cached_tokens": 4}}}))
     assert normalizer.usage == USAGE

@@ -362,9 +362,15 @@ def test_ndjson_reframer_emits_typed_objects_ending_with_done() -> None:
     assert [o.get("text") for o in objects[1:3]] == ["a", "b"]
 
 
-def test_content_type_follows_the_encoder() -> None:
-    assert make().content_type == "text/event-stream; charset=utf-8"
-    assert make(encoder=NDJSONEncoder()).content_type == "application/x-ndjson"
+def test_a_reframer_writes_the_encoding_its_encoders_headers_announce() -> None:
+    # A route sends the encoder's headers with the output of the Reframer it was given.
+    sse, ndjson = SSEEncoder(), NDJSONEncoder()
+    assert sse.headers["content-type"] == "text/event-stream; charset=utf-8"
+    events = protocol_events(run_reframer(lambda: make(encoder=sse), [native("a")]))
+    assert [kind for kind, _ in events] == ["meta", "delta", "done"]
+    assert ndjson.headers["content-type"] == "application/x-ndjson"
+    objects = ndjson_objects(run_reframer(lambda: make(encoder=ndjson), [native("a")]))
+    assert [o["type"] for o in objects] == ["meta", "delta", "done"]
 
 
 def test_padding_lengths_are_uniform_over_zero_to_max_padding() -> None:

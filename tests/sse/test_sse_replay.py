@@ -46,7 +46,8 @@ def test_numbered_events_are_the_reframers_events_with_ids_from_one_and_no_pings
     for start in range(0, len(frames), 5):
         stored += numberer.number(frames[start : start + 5])
     assert [event.id for event in stored] == list(range(1, len(stored) + 1))
-    assert numberer.last_id == len(stored)
+    [after] = numberer.number(b"event: error\ndata: {}\n\n")
+    assert after.id == len(stored) + 1, "numbering goes on from the last id given"
     assert [event.type for event in stored] == ["meta", "delta", "delta", "done"]
     assert json.loads(stored[0].data)["stream_id"] == "s1"
 

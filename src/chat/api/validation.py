@@ -113,12 +113,13 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 
 
 def _checked_turn(
-    payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int]
+    payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int],
+    counted: str = "entries",
 ) -> ChatTurn:
     named = payload.get("model") is not None
     models = checked_model_choice(payload.get("model"), config) if named else ()
     tool_inputs = tools.checked_tool_fields(payload)
-    checked = checked_messages(messages, config, position=position)
+    checked = checked_messages(messages, config, position=position, counted=counted)
     if tools.uses_tools(tool_inputs, checked):
         # Spelled out even when the client named no model, so that MODEL's order leaves
         # out the models that take no tools too (MODEL itself, when it takes none).
@@ -179,7 +180,8 @@ def checked_gateway_options(value: Any) -> bool:
 
 
 def checked_messages(
-    messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False
+    messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False,
+    counted: str = "entries",
 ) -> tuple[dict[str, Any], ...]:
     """The messages in the binding's shape, or ApiError(invalid_request) naming the bad one.
 
@@ -191,9 +193,12 @@ def checked_messages(
     tool result. `position` maps an index in `messages` to the one the client sent, so
     errors name the client's own message even when some were left out or one became
     several. `system`: whether the client may send system messages (else they are the
-    server's alone)."""
+    server's alone). `counted`: what the refusal of more than MAX_MESSAGES calls the
+    entries of `messages`, when they are not the client's own."""
+    # MAX_MESSAGES bounds what the model reads: on /api/ui-chat, after each tool result
+    # became a message of its own.
     if len(messages) > config.max_messages:
-        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+        raise invalid_request(f"messages has {len(messages)} {counted}; at most {config.max_messages} are allowed.", param="messages")
     checked: list[dict[str, Any]] = []
     total_chars = 0
     calls: dict[str, str] = {}  # those of the nearest assistant message with tool_calls
@@ -294,6 +299,8 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.")
+    # The client's UI messages too, skipped ones included (docs/openapi.yaml's maxItems);
+    # checked_messages then bounds the model messages they become.
     if len(messages) > config.max_messages:
         raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
     plain: list[dict[str, Any]] = []
@@ -313,11 +320,8 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         positions.extend([index] * len(converted))
     if not plain:
         raise invalid_request("messages holds no message with text.")
-    if len(plain) > config.max_messages:
-        # MAX_MESSAGES bounds what the model reads, as on /v1, where each result is a message.
-        raise invalid_request(f"messages make {len(plain)} model messages once tool calls and results count as theirs; "
-                              f"at most {config.max_messages} are allowed.", param="messages")
-    turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__)
+    turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__,
+                         counted="model messages once tool calls and results count as theirs")
     last = messages[-1]
     if last.get("role") == "assistant" and _is_message_id(last.get("id")):
         # The SDK appends the answer to that message when `start` names it; a new id

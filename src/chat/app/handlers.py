@@ -19,6 +19,7 @@ from chat.platform.edge import JsEdge
 from chat.ratelimit.binding import spend
 from chat.ratelimit.keys import ClientKey, client_key
 from chat.resumable import client as resumable
+from chat.resumable.formats import ReaderFormat
 from chat.stream.collect import collect
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay
@@ -81,7 +82,7 @@ async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     turn = validate_chat(await _read_payload(edge, config), config)
     if turn.resumable:
-        return await _chat_resumable(edge, exchange, admitted, turn, resumable.reader_format(exchange.request.header("accept")))
+        return await _chat_resumable(edge, exchange, admitted, turn, ReaderFormat.negotiated(exchange.request.header("accept")))
     encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.request.header("accept")) else SSEEncoder()
     return await _stream(edge, exchange, admitted, turn, encoder)
 
@@ -90,7 +91,7 @@ async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply
     config = admitted.config
     turn = validate_ui_chat(await _read_payload(edge, config), config)
     if turn.resumable:
-        return await _chat_resumable(edge, exchange, admitted, turn, "ui")
+        return await _chat_resumable(edge, exchange, admitted, turn, ReaderFormat.UI)
     return await _stream(edge, exchange, admitted, turn, UIMessageStreamEncoder(message_id=turn.continues_message))
 
 
@@ -109,7 +110,7 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
     return exchange.reply(started.stream, 200, {"content-type": http.SSE_TYPE, **STREAM_HEADERS})
 
 
-async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, format: str) -> Reply:
+async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, format: ReaderFormat) -> Reply:
     call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=_client(exchange, admitted).value)
     body, headers = await resumable.start(edge.env, turn, call, request_id=exchange.request_id, format=format)
     return exchange.reply(body, 200, headers)

@@ -1,8 +1,8 @@
-"""The adapter between workerd's JS objects and the Worker's plain values (FFI).
+"""The adapter between workerd's request, env and ctx and the Worker's plain values (FFI).
 
 The one place that reads the JS request (converted once into a PlainRequest, its body
-read under a byte limit), reads [vars] from `env`, keeps work alive with `waitUntil` and
-builds the `js.Response`. Everything else decides on plain values.
+read under a byte limit) and [vars] from `env`, and turns a plain Reply into the
+js.Response (through the toolkit, `ffi`). Everything else decides on plain values.
 """
 
 from __future__ import annotations

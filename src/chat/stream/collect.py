@@ -9,9 +9,8 @@ import asyncio
 import time
 from typing import Any
 
-from pyodide.ffi import JsException
-
 from chat.logs import log
+from chat.platform.ffi import JsException
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import MAX_FEED_BYTES
 

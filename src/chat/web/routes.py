@@ -58,7 +58,7 @@ OPENAI_PREFIX = "/v1/"
 CORS_METHODS = ", ".join(dict.fromkeys([method for route in ROUTES for method in route.methods if method != "HEAD"] + ["OPTIONS"]))
 
 _EXACT = {route.path: route for route in ROUTES if ID not in route.path}
-_WITH_ID = [(route, *route.path.split(ID)) for route in ROUTES if ID in route.path]
+_WITH_ID: list[tuple[Route, str, str]] = [(route, *route.path.partition(ID)[::2]) for route in ROUTES if ID in route.path]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,9 +70,9 @@ class Match:
 
 
 def match(path: str) -> Match | None:
-    route = _EXACT.get(path)
-    if route is not None:
-        return Match(route=route)
+    exact = _EXACT.get(path)
+    if exact is not None:
+        return Match(route=exact)
     for route, prefix, suffix in _WITH_ID:
         if path.startswith(prefix) and path.endswith(suffix) and len(path) >= len(prefix) + len(suffix):
             key = path[len(prefix) : len(path) - len(suffix)]

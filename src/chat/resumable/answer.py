@@ -1,0 +1,222 @@
+"""The life of the answer one Durable Object keeps, as a pure state machine.
+
+Every decision the object makes lives here; the object (durable_object) and its readers
+(readers) carry them out against storage and the JS streams. Time is passed in: wall
+time (`time.time()`) where it is stored or armed as an alarm, monotonic time for
+durations within one instance. Plain Python, so every transition is tested on CPython.
+
+    (none) --begin--> live, producing --ended--> ended --expire--> (none)
+                        |                          ^
+                        +-- instance restarted ----+ (interrupted: one terminal `error`)
+
+A new turn of a UI chat begins again from any state, after the answer being made has
+been stopped. Each answer has a serial that never repeats within an instance, so a
+reader always knows whether the answer it was reading is still there.
+
+Every reader ends with exactly one terminal event: the answer's own (`done` or `error`,
+stored as its last event) when it read to the end, else one it is given when the answer
+it was reading went away: `stopped` when a new turn replaced it, `expired` when its time
+ran out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from enum import Enum
+
+from chat.resumable.formats import AnswerKind
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AnswerRow:
+    """How the stored answer stands: the one row of the `answer` table."""
+
+    kind: AnswerKind
+    request_id: str
+    serial: int
+    live: bool
+    ended_at: float | None = None  # wall time
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Timing:
+    grace_s: float  # how long a live answer nobody reads goes on (RESUME_GRACE_MS)
+    ttl_s: float  # how long an ended answer is kept (RESUME_TTL_S)
+    ping_s: float  # how often waiting readers are pinged
+
+
+class Alarm(Enum):
+    NOTHING = "nothing"  # nothing stored
+    INTERRUPT = "interrupt"  # live, but nobody makes it here: end it with `interrupted`
+    REARM = "rearm"  # not yet: arm again at `Answer.alarm_at`
+    EXPIRE = "expire"  # its time is up: delete it
+
+
+class Read(Enum):
+    NO_CONTENT = "no_content"  # 204: the reader has all of it, or (active only) none is being made
+    NOT_FOUND = "not_found"  # 404: no answer, or it expired
+    INVALID_EVENT_ID = "invalid_event_id"  # 400: an id this answer never sent
+    SERVE = "serve"  # a reader from the id on
+
+
+class Stop(Enum):
+    NOT_FOUND = "not_found"
+    STOP_PRODUCER = "stop_producer"  # the answer being made stops with `stopped`
+    INTERRUPT = "interrupt"  # live, but nobody makes it here
+    NOTHING = "nothing"  # it already ended
+
+
+class Tick(Enum):
+    NOTHING = "nothing"
+    PING = "ping"  # wake the waiting readers with a keep-alive
+    ABANDON = "abandon"  # nobody has read it for the grace period: stop it with `abandoned`
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReaderStep:
+    """What a reader of answer `serial`, which has every event up to its cursor, does next:
+    SEND the events after its cursor, WAIT for more, END (it has the terminal event), or
+    CUT: send the terminal `error` `code` (the answer it read went away) and end."""
+
+    action: str
+    code: str | None = None
+
+
+SEND, WAIT, END = ReaderStep(action="send"), ReaderStep(action="wait"), ReaderStep(action="end")
+
+
+class Answer:
+    """The state of one object's answer. `row` is what storage holds (None: nothing);
+    `last_id` the id of its last stored event."""
+
+    def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing) -> None:
+        self.row = row
+        self.last_id = last_id
+        self.timing = timing
+        self.producing = False  # this instance is making the answer (a restart loses that)
+        self.readers = 0
+        self.unread_since: float | None = None  # monotonic: when the last reader left
+        self.last_ping = 0.0  # monotonic
+        self.alarm_at: float | None = None  # wall time the alarm should be armed at
+        # Serials are never reused within an instance (they restart from storage after an
+        # expiry), and a reader of an answer that expired is told so, not "stopped".
+        self._last_serial = 0 if row is None else row.serial
+        self._expired_through = 0
+
+    # --- the answer ------------------------------------------------------------------
+
+    def begin(self, kind: AnswerKind, request_id: str, *, now: float, mono: float) -> AnswerRow:
+        """A new answer starts being made (the one before it, if any, was stopped)."""
+        self._last_serial += 1
+        self.row = AnswerRow(kind=kind, request_id=request_id, serial=self._last_serial, live=True)
+        self.last_id = 0
+        self.producing = True
+        # Until its first reader attaches: at once, for the request that began it.
+        self.unread_since = mono
+        self.last_ping = mono
+        self.alarm_at = now + self.timing.grace_s
+        return self.row
+
+    def stored(self, last_id: int) -> None:
+        """Events up to `last_id` are stored."""
+        self.last_id = last_id
+
+    def ended(self, *, now: float) -> AnswerRow:
+        """The answer's terminal event is stored (by its producer, or `interrupted` by
+        this instance for one a previous instance was making): it is kept for the TTL."""
+        if self.row is None:
+            raise RuntimeError("no answer to end")
+        self.row = replace(self.row, live=False, ended_at=now)
+        self.producing = False
+        self.unread_since = None
+        self.alarm_at = now + self.timing.ttl_s
+        return self.row
+
+    def producer_lost(self) -> None:
+        """The producer stopped without an end of its own (it is being replaced)."""
+        self.producing = False
+
+    @property
+    def orphaned(self) -> bool:
+        """Live in storage, but nobody here makes it: a previous instance was (eviction,
+        deploy, restart). It needs its terminal `interrupted` before anything else."""
+        return self.row is not None and self.row.live and not self.producing
+
+    def alarm(self, *, now: float) -> Alarm:
+        row = self.row
+        if row is None:
+            return Alarm.NOTHING
+        if row.live:
+            if not self.producing:
+                return Alarm.INTERRUPT
+            self.alarm_at = now + self.timing.grace_s  # the heartbeat while it is made
+            return Alarm.REARM
+        expires_at = (row.ended_at or now) + self.timing.ttl_s
+        if now >= expires_at:
+            return Alarm.EXPIRE
+        self.alarm_at = expires_at
+        return Alarm.REARM
+
+    def expire(self) -> None:
+        """Storage was deleted."""
+        if self.row is not None:
+            self._expired_through = self.row.serial
+        self.row = None
+        self.last_id = 0
+        self.producing = False
+        self.alarm_at = None
+
+    # --- requests ---------------------------------------------------------------------
+
+    def read(self, after: int, *, active_only: bool) -> Read:
+        """A reader asks for the events after `after` (check `orphaned` first)."""
+        row = self.row
+        if active_only:
+            return Read.SERVE if row is not None and row.live and self.producing else Read.NO_CONTENT
+        if row is None:
+            return Read.NOT_FOUND
+        if after > self.last_id:
+            return Read.INVALID_EVENT_ID  # no such event was ever sent
+        if after == self.last_id and not row.live:
+            # The reader has the whole answer: 204 is what tells a browser's EventSource
+            # to stop reconnecting.
+            return Read.NO_CONTENT
+        return Read.SERVE
+
+    def stop(self) -> Stop:
+        if self.row is None:
+            return Stop.NOT_FOUND
+        if self.producing:
+            return Stop.STOP_PRODUCER
+        return Stop.INTERRUPT if self.row.live else Stop.NOTHING
+
+    # --- readers ----------------------------------------------------------------------
+
+    def attach(self) -> None:
+        self.readers += 1
+        self.unread_since = None
+
+    def detach(self, *, mono: float) -> None:
+        self.readers = max(0, self.readers - 1)
+        if self.readers == 0 and self.producing:
+            self.unread_since = mono  # the answer ends after the grace period
+
+    def reader_step(self, serial: int, cursor: int) -> ReaderStep:
+        row = self.row
+        if row is None or row.serial != serial:
+            expired = row is None or serial <= self._expired_through
+            return ReaderStep(action="cut", code="expired" if expired else "stopped")
+        if cursor < self.last_id:
+            return SEND
+        return WAIT if row.live else END
+
+    def tick(self, *, mono: float) -> Tick:
+        """The answer's one ticker, while it is made."""
+        if not self.producing:
+            return Tick.NOTHING
+        if self.unread_since is not None and mono - self.unread_since >= self.timing.grace_s:
+            return Tick.ABANDON
+        if mono - self.last_ping >= self.timing.ping_s:
+            self.last_ping = mono
+            return Tick.PING
+        return Tick.NOTHING

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from sse import ERROR_MESSAGES
 from tests.runtime.client import chat
 from tests.runtime.scripts import (
     Step,
@@ -110,7 +111,7 @@ async def test_stream_faults_end_with_exactly_one_right_terminal_event(matrix_ru
     assert result.terminal.name == terminal and result.text == text
     request_id = result.headers["x-request-id"]
     if terminal == "error":
-        assert result.terminal.data == {"code": code, "message": result.terminal.data["message"], "request_id": request_id}
+        assert result.terminal.data == {"code": code, "message": ERROR_MESSAGES[code], "request_id": request_id}
         matrix_runtime.wait_for_record("chat_stream_failed", since=mark, request_id=request_id, code=code)
     else:
         matrix_runtime.wait_for_record("chat_stream_completed", since=mark, request_id=request_id)

@@ -19,6 +19,8 @@ LIMIT = 3
 TOKEN = "rate-limit-test-token-5e1f"
 ANSWER = [echo(), usage_frame(5, 1), done_frame()]
 LIMITED = scripted_options(ANSWER, rate_limit=LIMIT)
+DEFAULT_MAX_TOKENS = int(tomllib.loads((ROOT / "wrangler.toml").read_text())["vars"]["MAX_TOKENS"])
+LATER_MAX_TOKENS = 7  # tells a request's model call apart in the emulator's log
 ORIGIN = "https://app.example"
 
 _addresses = itertools.count(1)
@@ -89,14 +91,15 @@ async def test_a_client_gets_its_limit_then_a_429_with_retry_after_and_no_infere
     record = runtime.wait_for_record("chat_rate_limited", since=mark, request_id=request_id)
     assert record == {"event": "chat_rate_limited", "request_id": request_id, "route": route, "key": "ip"}
 
-    # Another client's request after the refused one: once its answer started, every model
-    # call made before it has been logged.
-    later = await http.post(runtime.url + path, json=payload, headers={"cf-connecting-ip": fresh_address()})
+    # Another client's request after the refused one, told apart by its max_tokens: the
+    # emulator logs calls in the order they come, so the call after the allowed ones is
+    # that request's, unless the refused one reached the model.
+    later = await http.post(runtime.url + path, json={**payload, "max_tokens": LATER_MAX_TOKENS}, headers={"cf-connecting-ip": fresh_address()})
     assert later.status_code == 200
-    runtime.wait_for_record("chat_stream_started", since=mark, request_id=later.headers["x-request-id"])
-    runtime.wait_for_count("ai_run", LIMIT + 1, since=mark)
-    await asyncio.sleep(0.5)
-    assert len([r for r in runtime.records(mark) if r["event"] == "ai_run"]) == LIMIT + 1, "the refused request reached the model"
+    calls = runtime.wait_for_count("ai_run", LIMIT + 1, since=mark)
+    assert [call["settings"]["max_tokens"] for call in calls[: LIMIT + 1]] == [DEFAULT_MAX_TOKENS] * LIMIT + [LATER_MAX_TOKENS], (
+        "the refused request reached the model"
+    )
     assert_not_logged(runtime, mark, address)
 
 
@@ -145,11 +148,16 @@ async def test_health_preflights_the_page_404s_and_405s_are_never_limited_and_sp
     await everything_else_answers()  # spends nothing: the chat budget is still whole
     for _ in range(LIMIT):
         assert (await spend(http, runtime.url, address)).status_code == 415
-    assert_refused(await spend(http, runtime.url, address))
+    refused = await spend(http, runtime.url, address)
+    assert_refused(refused)
     await everything_else_answers()  # and past the limit they still answer
-    runtime.wait_for_count("chat_rate_limited", 1, since=mark)
-    await asyncio.sleep(0.5)
-    assert len([r for r in runtime.records(mark) if r["event"] == "chat_rate_limited"]) == 1
+    # A last refused request: the Worker logs in order, so once its record is printed, so
+    # is any other request's; only these two were limited.
+    last = await spend(http, runtime.url, address)
+    assert_refused(last)
+    runtime.wait_for_record("chat_rate_limited", since=mark, request_id=last.headers["x-request-id"])
+    limited = [r["request_id"] for r in runtime.records(mark) if r["event"] == "chat_rate_limited"]
+    assert limited == [refused.headers["x-request-id"], last.headers["x-request-id"]]
 
 
 # --- what the key is -------------------------------------------------------------------

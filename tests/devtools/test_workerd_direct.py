@@ -36,7 +36,7 @@ def test_the_worker_is_every_python_file_under_src_with_entry_first():
 
 def test_the_es_modules_python_imports_are_bundled_as_wrangler_does():
     scripts = [name for name, kind, _ in worker_modules(ROOT / "src" / "entry.py") if kind == "esModule"]
-    assert scripts == ["chat/relay.mjs"]
+    assert scripts == ["chat/stream/relay.mjs"]
     rules = PRODUCTION["rules"]
     assert {"type": "ESModule", "globs": ["**/*.mjs"]} in rules
 

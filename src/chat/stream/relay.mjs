@@ -1,4 +1,4 @@
-// The relay's per-chunk plumbing, for chat/relay.py, which makes every decision.
+// The relay's per-chunk plumbing, for chat/stream/relay.py, which makes every decision.
 //
 // Why JS at all: handing a chunk to Python as a string, and taking back a string, costs a
 // fraction of a transform written in Python. That one takes the chunk and the controller

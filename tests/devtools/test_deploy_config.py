@@ -38,7 +38,7 @@ def test_wrangler_deploy_dry_run_passes_offline(tmp_path: Path):
     simple = limiter["simple"]
     assert f"env.RATE_LIMITER ({simple['limit']} requests/{simple['period']}s)" in result.stdout, "the binding survives bundling"
     assert (tmp_path / "entry.py").is_file()
-    assert (tmp_path / "chat" / "relay.mjs").is_file(), "the relay's JS half is bundled"
+    assert (tmp_path / "chat" / "stream" / "relay.mjs").is_file(), "the relay's JS half is bundled"
 
 
 def test_the_config_check_before_a_deploy_refuses_a_retired_model(tmp_path: Path):

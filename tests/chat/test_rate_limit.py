@@ -81,9 +81,11 @@ def test_ipv6_addresses_in_one_slash_64_share_a_budget():
     assert first != client_key(token=None, ip="2001:db8:1:2:")  # malformed: the shared budget
 
 
-def test_ipv4_clients_seen_through_ipv6_keep_their_own_budgets():
-    first = client_key(token=None, ip="::ffff:192.0.2.1")
-    assert first == client_key(token=None, ip="192.0.2.1") == client_key(token=None, ip="::FFFF:192.0.2.1")
+@pytest.mark.parametrize("spelling", ["::ffff:192.0.2.1", "::FFFF:192.0.2.1", "0:0:0:0:0:ffff:192.0.2.1", "::ffff:c000:201",
+                                      "0000:0000:0000:0000:0000:ffff:c000:0201"])
+def test_ipv4_clients_seen_through_ipv6_keep_their_own_budgets_in_every_spelling(spelling):
+    first = client_key(token=None, ip=spelling)
+    assert first == client_key(token=None, ip="192.0.2.1")
     assert first != client_key(token=None, ip="::ffff:192.0.2.2")
 
 

@@ -12,6 +12,7 @@ from chat.resumable.answer import END, SEND, WAIT, Alarm, Answer, AnswerRow, Rea
 from chat.resumable.formats import AnswerKind, ReaderFormat
 from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
 from chat.web.errors import ApiError
+from sse import StoredEvent
 
 TIMING = Timing(grace_s=60.0, ttl_s=600.0, ping_s=15.0)
 NOW = 1_800_000_000.0  # wall time
@@ -160,6 +161,30 @@ def test_a_reader_of_an_answer_a_new_turn_replaced_is_cut_with_stopped():
     answer.begin(AnswerKind.UI, "r2", now=NOW, mono=MONO)
     assert answer.reader_step(1, 4) == cut("stopped")
     assert answer.reader_step(2, 0) == WAIT
+
+
+def test_a_reader_that_sent_its_terminal_event_ends_whatever_happened_since():
+    # The producer's end is reported after its last write: a reader can send the terminal
+    # event while the row is still live, and a new turn or the expiry can come before its
+    # next pull. It must not be given a second terminal.
+    answer = live(events=10)
+    assert answer.reader_step(1, 10, has_terminal=True) == END
+    answer.producer_lost()
+    answer.begin(AnswerKind.UI, "r2", now=NOW, mono=MONO)
+    assert answer.reader_step(1, 10, has_terminal=True) == END
+    answer.expire()
+    assert answer.reader_step(1, 10, has_terminal=True) == END
+
+
+def test_each_kind_knows_its_terminal_event():
+    def event(id: int, type: str, data: str) -> StoredEvent:
+        return StoredEvent(id=id, type=type, data=data)
+
+    assert AnswerKind.CHAT.ends_with_terminal([event(1, "delta", "{}"), event(2, "done", "{}")])
+    assert AnswerKind.CHAT.ends_with_terminal([event(3, "error", "{}")])
+    assert not AnswerKind.CHAT.ends_with_terminal([event(1, "delta", "{}")]) and not AnswerKind.CHAT.ends_with_terminal([])
+    assert AnswerKind.UI.ends_with_terminal([event(4, "message", '{"type":"finish"}'), event(5, "message", "[DONE]")])
+    assert not AnswerKind.UI.ends_with_terminal([event(4, "message", '{"type":"error","errorText":"x"}')])
 
 
 def test_serials_never_repeat_after_an_expiry_so_an_old_reader_is_never_fed_a_new_answer():

@@ -11,7 +11,7 @@ import pytest
 from chat.config import Config, ConfigError
 from chat.web.errors import ApiError
 from chat.web.exchange import Exchange, PlainRequest, Reply
-from chat.web.routes import CORS_METHODS, ROUTES, Admitted, admit, authorize, error_renderer, match
+from chat.web.routes import ROUTES, Admitted, admit, authorize, error_renderer, match
 from sse import ERROR_CODES, ERROR_MESSAGES, NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder
 
 WORKER = "https://w.example.dev"
@@ -52,10 +52,15 @@ def test_each_handler_a_route_names_is_defined_in_the_handlers_module():
         assert route.handler is None or f"async def {route.handler}(" in source, route.name
 
 
-def test_route_names_and_paths_are_unique_and_cors_allows_every_method():
+def test_route_names_and_paths_are_unique():
     assert len({route.name for route in ROUTES}) == len({route.path for route in ROUTES}) == len(ROUTES)
-    for route in ROUTES:
-        assert set(route.methods) - {"HEAD"} <= set(CORS_METHODS.split(", "))
+
+
+@pytest.mark.parametrize("route", [route for route in ROUTES if route.handler is not None], ids=lambda route: route.name)
+def test_a_preflight_allows_exactly_the_methods_of_its_route(route):
+    reply = admitted("OPTIONS", concrete(route.path), origin="https://app.example", **{"access-control-request-method": route.methods[0]})
+    assert isinstance(reply, Reply) and reply.status == 204
+    assert reply.headers["access-control-allow-methods"].split(", ") == [*route.methods, "OPTIONS"]
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import dataclasses
 import json
 import socket
 
-from tests.runtime.harness import LocalRuntime
+from tests.runtime.harness import LocalRuntime, RuntimeOptions
 from tests.runtime.scripts import done_frame, repeat, scripted_options
 
 # 16 MB: far more than the kernel's socket buffers (up to 4 MB each way here) hold.
@@ -118,3 +118,30 @@ async def test_a_slow_reader_of_a_ui_chat_answer_a_new_turn_replaced_ends_with_s
     assert last["type"] == "error" and "stopped" in last["errorText"], chunks[-3:]
     assert not any('"type":"finish"' in chunk for chunk in chunks), "the reader had not read the answer to its end"
     assert chunks.count("[DONE]") == 1
+
+
+async def test_readers_of_a_ui_chat_answer_replaced_by_a_new_turn_get_one_terminal_each(start_runtime, http):
+    # Readers that keep up send the stopped answer's own terminal (`error`, `[DONE]`)
+    # while the answer's end is still being recorded; the new turn must not give them a
+    # second one on their next pull (seen 10 times in 15 before the fix).
+    runtime = start_runtime(RuntimeOptions(ai_pace=40, ai_reply_tokens=200))
+    turn = {"id": "many-readers-1", "resumable": True, "messages": [{"role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+
+    async def read(method: str, path: str, body: dict | None = None) -> list[str]:
+        async with http.stream(method, runtime.url + path, json=body) as response:
+            assert response.status_code == 200
+            text = "".join([chunk async for chunk in response.aiter_text()])
+        return [data for _, data in events(text.encode())]
+
+    replaced: list[asyncio.Task[list[str]]] = []
+    for _ in range(3):  # each turn replaced by the next, with readers attached
+        replaced.append(asyncio.create_task(read("POST", "/api/ui-chat", turn)))
+        await asyncio.sleep(0.5)  # the answer is under way (readers attach to the one being made)
+        replaced += [asyncio.create_task(read("GET", "/api/ui-chat/many-readers-1/stream")) for _ in range(6)]
+        await asyncio.sleep(1.0)
+    last = await read("POST", "/api/ui-chat", turn)
+    assert last[-1] == "[DONE]" and any('"type":"finish"' in chunk for chunk in last)
+    for chunks in await asyncio.gather(*replaced):
+        terminals = [chunk for chunk in chunks if chunk == "[DONE]" or '"type":"error"' in chunk or '"type":"finish"' in chunk]
+        assert len(terminals) == 2 and terminals[-1] == "[DONE]" == chunks[-1], terminals
+        assert "stopped" in terminals[0]

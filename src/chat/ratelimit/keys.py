@@ -44,15 +44,17 @@ def client_key(*, token: str | None, ip: str | None) -> ClientKey:
         # The binding is a separate service: the secret itself never leaves the Worker.
         return ClientKey(kind="token", value="token:" + hashlib.sha256(token.encode()).hexdigest())
     address = (ip or "").strip().lower()
-    mapped = address.removeprefix("::ffff:")
-    if _is_ipv4(mapped):
-        # An IPv4 client seen through an IPv6 socket is that IPv4 client, not one /64
-        # that every such client would share.
-        return ClientKey(kind="ip", value="ip:" + mapped)
-    prefix = ipv6_prefix64(address) if ":" in address else None
-    if prefix is not None:
+    if _is_ipv4(address):
+        return ClientKey(kind="ip", value="ip:" + address)
+    groups = ipv6_groups(address) if ":" in address else None
+    if groups is not None:
+        if groups[:6] == [0, 0, 0, 0, 0, 0xFFFF]:
+            # An IPv4 client seen through an IPv6 socket ("::ffff:192.0.2.1", in any of
+            # its spellings) is that IPv4 client, not one /64 that all of them would share.
+            mapped = ".".join(str(octet) for group in groups[6:] for octet in divmod(group, 256))
+            return ClientKey(kind="ip", value="ip:" + mapped)
         # One IPv6 subscriber holds a whole /64 and can use any address in it.
-        return ClientKey(kind="ip", value="ip6:" + prefix)
+        return ClientKey(kind="ip", value="ip6:" + _prefix64(groups))
     # Cloudflare sets CF-Connecting-IP to the client's address on every request from the
     # Internet. A request without one came from inside the account (a service binding);
     # one with anything else was not sent as Cloudflare sends it. Either way they share
@@ -62,7 +64,17 @@ def client_key(*, token: str | None, ip: str | None) -> ClientKey:
 
 def ipv6_prefix64(address: str) -> str | None:
     """The /64 network of an IPv6 address as "a:b:c:d::/64" (lower-case hex, no leading
-    zeros), or None when `address` is not a plain IPv6 address.
+    zeros), or None when `address` is not a plain IPv6 address."""
+    groups = ipv6_groups(address)
+    return None if groups is None else _prefix64(groups)
+
+
+def _prefix64(groups: list[int]) -> str:
+    return ":".join(format(group, "x") for group in groups[:4]) + "::/64"
+
+
+def ipv6_groups(address: str) -> list[int] | None:
+    """The eight 16-bit groups of an IPv6 address, or None when it is not one.
 
     Written out instead of importing `ipaddress`: a large pure-Python module, and the
     Worker keeps what Pyodide imports per isolate small (see `http`).
@@ -72,27 +84,28 @@ def ipv6_prefix64(address: str) -> str | None:
         return None
     left = head.split(":") if head else []
     right = tail.split(":") if tail else []
-    hex_groups = left + right
-    width = len(hex_groups)
     # An embedded IPv4 address ("::ffff:192.0.2.1") may only end the address, in place of
     # the last two groups.
     last = right if double_colon else left
+    embedded: list[int] = []
     if last and "." in last[-1]:
-        if not _is_ipv4(last[-1]):
+        dotted = last.pop()
+        if not _is_ipv4(dotted):
             return None
-        hex_groups.pop()
-        width += 1
-    if not all(1 <= len(group) <= 4 and all(c in HEX_DIGITS for c in group) for group in hex_groups):
+        octets = [int(octet) for octet in dotted.split(".")]
+        embedded = [octets[0] * 256 + octets[1], octets[2] * 256 + octets[3]]
+    if not all(1 <= len(group) <= 4 and all(c in HEX_DIGITS for c in group) for group in left + right):
         return None
+    width = len(left) + len(right) + len(embedded)
     if double_colon:
         if width > 7:
             return None
-        groups = left + ["0"] * (8 - width) + right
-    elif width == 8:
-        groups = left
-    else:
+        middle = [0] * (8 - width)
+    elif width != 8:
         return None
-    return ":".join(format(int(group, 16), "x") for group in groups[:4]) + "::/64"
+    else:
+        middle = []
+    return [int(group, 16) for group in left] + middle + [int(group, 16) for group in right] + embedded
 
 
 def _is_ipv4(text: str) -> bool:

@@ -201,7 +201,12 @@ class Answer:
         if self.readers == 0 and self.producing:
             self.unread_since = mono  # the answer ends after the grace period
 
-    def reader_step(self, serial: int, cursor: int) -> ReaderStep:
+    def reader_step(self, serial: int, cursor: int, *, has_terminal: bool = False) -> ReaderStep:
+        """`has_terminal`: the reader already sent its answer's terminal event, which the
+        row may not show yet (the producer's end is reported after its last write) and
+        no longer shows once a new turn or the expiry replaced it."""
+        if has_terminal:
+            return END
         row = self.row
         if row is None or row.serial != serial:
             expired = row is None or serial <= self._expired_through

@@ -111,6 +111,7 @@ class ChatStream(DurableObject):
         if self._relay is not None:
             # A new turn of the same chat: the answer still being made is stopped, and its
             # terminal event stored, before the new one takes the storage over.
+            log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None, reason="new_turn")
             await self._stop_relay(self._relay)
         model, upstream, gateway_log_id = await start_model_stream(
             self.env.AI, order.call, config, order.request_id, self._keep_alive
@@ -222,7 +223,7 @@ class ChatStream(DurableObject):
         if action is Stop.NOT_FOUND:
             raise ApiError("stream_not_found")
         if action is Stop.STOP_PRODUCER and self._relay is not None:
-            log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None)
+            log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None, reason="delete")
             # Answered once the model's pipe has settled, its cancel sent: a request in
             # flight keeps that work going (locally, a cancel of the model's stream with
             # nothing in flight was seen never to reach it).

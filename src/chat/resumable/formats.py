@@ -6,7 +6,7 @@ from __future__ import annotations
 from enum import Enum
 
 from chat.web import http
-from sse import Encoder, NDJSONEncoder, ReplayFormat, ReplayWriter, SSEEncoder, UIMessageStreamEncoder
+from sse import Encoder, NDJSONEncoder, ReplayFormat, ReplayWriter, SSEEncoder, StoredEvent, UIMessageStreamEncoder
 
 
 class AnswerKind(Enum):
@@ -19,6 +19,14 @@ class AnswerKind(Enum):
     def encoder(self, message_id: str | None = None) -> Encoder:
         """The encoder the answer is written with, once, before it is stored."""
         return UIMessageStreamEncoder(message_id=message_id) if self is AnswerKind.UI else SSEEncoder()
+
+    def ends_with_terminal(self, events: list[StoredEvent]) -> bool:
+        """Whether `events` (a page, in order) reach the answer's terminal event: `done` or
+        `error` for the protocol's events, `[DONE]` for the UI message stream."""
+        if not events:
+            return False
+        last = events[-1]
+        return last.data == "[DONE]" if self is AnswerKind.UI else last.type in ("done", "error")
 
 
 class ReaderFormat(Enum):

@@ -33,6 +33,7 @@ class Reader:
         self._on_detach = on_detach
         self._proxies = ProxyScope()
         self._attached = False
+        self._has_terminal = False  # it sent its answer's terminal event: nothing may follow
 
     def stream(self) -> Any:
         proxy = self._proxies.proxy
@@ -47,12 +48,13 @@ class Reader:
     async def _pull(self, controller: Any) -> None:
         try:
             while True:
-                step = self._answer.reader_step(self._row.serial, self._cursor)
+                step = self._answer.reader_step(self._row.serial, self._cursor, has_terminal=self._has_terminal)
                 if step.action == "send":
                     events = self._store.events_after(self._cursor)
                     if not events:  # storage and state disagree: never spin, never end silently
                         return self._end(controller, "internal_error")
                     self._cursor = events[-1].id
+                    self._has_terminal = self._row.kind.ends_with_terminal(events)
                     controller.enqueue(js_bytes(self._writer.write(events).encode()))
                     return None
                 if step.action == "end":

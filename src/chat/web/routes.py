@@ -3,7 +3,7 @@ origin, CORS, preflight, 405, auth). Pure Python, so every rule here is unit-tes
 CPython; chat.app dispatches to the handler a route names.
 
 Adding a route is one entry in ROUTES (and its handler in chat.app.handlers): matching,
-405's Allow, the CORS methods, rate limiting and the error shape all derive from it.
+405's Allow, the methods a preflight allows, rate limiting and the error shape all derive from it.
 """
 
 from __future__ import annotations
@@ -38,6 +38,11 @@ class Route:
     spends_budget: bool = False
     errors: ErrorRenderer = error_body
 
+    @property
+    def allowed(self) -> str:
+        """Its methods as 405's Allow and a preflight's allowed methods list them."""
+        return ", ".join((*self.methods, "OPTIONS"))
+
 
 ROUTES: tuple[Route, ...] = (
     Route(name="health", path="/health", methods=("GET", "HEAD"), handler=None),
@@ -53,9 +58,6 @@ ROUTES: tuple[Route, ...] = (
 
 # A path under this prefix that is not a route is still OpenAI's API: its 404 takes that shape.
 OPENAI_PREFIX = "/v1/"
-
-# What a preflight may ask for: every method of every route (OPTIONS is allowed everywhere).
-CORS_METHODS = ", ".join(dict.fromkeys([method for route in ROUTES for method in route.methods if method != "HEAD"] + ["OPTIONS"]))
 
 _EXACT = {route.path: route for route in ROUTES if ID not in route.path}
 _WITH_ID: list[tuple[Route, str, str]] = [(route, *route.path.partition(ID)[::2]) for route in ROUTES if ID in route.path]
@@ -119,10 +121,9 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
         raise ApiError("origin_not_allowed")
     exchange.cors = http.cors_headers(origin)
     if request.method == "OPTIONS":
-        return exchange.reply(None, 204, http.preflight_headers(origin, CORS_METHODS, request.header("access-control-request-headers")))
+        return exchange.reply(None, 204, http.preflight_headers(origin, route.allowed, request.header("access-control-request-headers")))
     if request.method not in route.methods:
-        raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.",
-                       headers={"allow": ", ".join((*route.methods, "OPTIONS"))})
+        raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.", headers={"allow": route.allowed})
     return Admitted(route=route, config=config, token=authorize(request.header("authorization"), config), key=found.key)
 
 

@@ -9,12 +9,11 @@ from ._codes import ERROR_CODES, ERROR_MESSAGES, ErrorCode
 from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder
 from ._errors import (
     EventTooLargeError,
-    FieldValueError,
     LineTooLongError,
     SSEError,
     StreamClosedError,
 )
-from ._events import Event, ReasoningDelta, ReframerStats, TextDelta, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
 from ._openai_encoder import OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason, openai_usage
@@ -43,7 +42,6 @@ __all__ = [
     "EventNumberer",
     "EventReader",
     "EventStreamParser",
-    "FieldValueError",
     "JSONDepthError",
     "KNOWN_FINISH_REASONS",
     "LineTooLongError",
@@ -52,7 +50,6 @@ __all__ = [
     "NDJSONEncoder",
     "OpenAIChunkEncoder",
     "OpenAICompletionEncoder",
-    "ReasoningDelta",
     "ReceiveBuffer",
     "ReplayFormat",
     "ReplayWriter",
@@ -63,7 +60,6 @@ __all__ = [
     "STREAM_HEADERS",
     "StoredEvent",
     "StreamClosedError",
-    "TextDelta",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallStart",

@@ -13,7 +13,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EventTooLargeError",
-    "FieldValueError",
     "LineTooLongError",
     "SSEError",
     "StreamClosedError",
@@ -53,11 +52,3 @@ class EventTooLargeError(SSEError):
 class StreamClosedError(SSEError):
     """`feed` was called after `close()`, or after a `LineTooLongError` or
     `EventTooLargeError`."""
-
-
-class FieldValueError(SSEError, ValueError):
-    """A field value cannot be written to an event stream (a CR or LF in `event` or `id`,
-    a NUL in `id`, a negative `retry`).
-
-    It is also a `ValueError`, since it is a bad argument.
-    """

@@ -1,4 +1,4 @@
-"""Value objects that cross the package's API: parsed events, model deltas, statistics.
+"""Value objects that cross the package's API: parsed events, tool calls, statistics.
 
 Frozen, keyword-only dataclasses in the manner of h11's events: they are cheap to compare
 in tests and cannot be half-built or changed after the fact.
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "ReasoningDelta", "ReframerStats", "TextDelta", "ToolCall", "ToolCallDelta", "ToolCallStart"]
+__all__ = ["Event", "ReframerStats", "ToolCall", "ToolCallDelta", "ToolCallStart"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -24,20 +24,6 @@ class Event:
     type: str = "message"
     data: str
     id: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TextDelta:
-    """A piece of generated answer text."""
-
-    text: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReasoningDelta:
-    """A piece of reasoning text, from models that stream their reasoning separately."""
-
-    text: str
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

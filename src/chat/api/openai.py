@@ -73,6 +73,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
         raise invalid_request("messages must be a non-empty list.", param="messages")
+    # Refused before each message is converted, not only after (checked_messages).
     if len(messages) > config.max_messages:
         raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
     plain = [_plain_message(message, index) for index, message in enumerate(messages)]

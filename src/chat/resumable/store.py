@@ -35,9 +35,10 @@ class AnswerStore:
         if not len(rows):
             return None, 0
         row = rows[0]
-        ended_at = row.ended_at
+        # A NULL column arrives as JS null (pyodide's jsnull), which is not None.
+        ended_at = row.ended_at if isinstance(row.ended_at, int | float) else None
         answer = AnswerRow(kind=AnswerKind(str(row.kind)), request_id=str(row.request_id), serial=int(row.serial),
-                           live=bool(row.live), ended_at=None if ended_at is None else float(ended_at))
+                           live=bool(row.live), ended_at=ended_at)
         return answer, self.last_id()
 
     def begin(self, row: AnswerRow) -> None:

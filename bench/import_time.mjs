@@ -33,8 +33,7 @@ async function interpreter() {
   copyTree(join(root, "src"));
   pyodide.FS.writeFile(
     "/app/workers.py",
-    "class WorkerEntrypoint:\n    pass\n\nclass DurableObject:\n    pass\n\nclass Response:\n    pass\n\n" +
-      "def import_from_javascript(name):\n    raise ImportError(name)\n",
+    "class WorkerEntrypoint:\n    pass\n\nclass DurableObject:\n    pass\n\nclass Response:\n    pass\n",
   );
   pyodide.runPython(`import sys; sys.path.insert(0, "/app"); sys.dont_write_bytecode = True`);
   return pyodide;

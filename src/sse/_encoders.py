@@ -121,6 +121,16 @@ class Encoder(ABC):
     @abstractmethod
     def error(self, *, code: str, message: str, request_id: str) -> str: ...
 
+    def json_delta(self, body: str, padding: str) -> str:
+        """The `delta` frame for a text given as the body of a JSON string literal (valid
+        JSON escapes, no quotes): the same as `delta` with the decoded text. An encoder
+        whose frames are JSON overrides it to copy the body through undecoded."""
+        return self.delta(scan_body(body), padding)
+
+    def json_reasoning(self, body: str, padding: str) -> str:
+        """`json_delta` for a `reasoning` frame."""
+        return self.reasoning(scan_body(body), padding)
+
     def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
         """The `delta` frames for several texts, each given as the body of a JSON string
         literal: valid JSON escapes, no surrounding quotes. Takes exactly one padding
@@ -157,8 +167,14 @@ class SSEEncoder(Encoder):
             ]
         )
 
+    def json_delta(self, body: str, padding: str) -> str:
+        return f'event: delta\ndata: {{"text":"{body}","p":"{padding}"}}\n\n'
+
     def reasoning(self, text: str, padding: str) -> str:
         return f'event: reasoning\ndata: {{"text":{encode_basestring(text)},"p":"{padding}"}}\n\n'
+
+    def json_reasoning(self, body: str, padding: str) -> str:
+        return f'event: reasoning\ndata: {{"text":"{body}","p":"{padding}"}}\n\n'
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
         return (f'event: tool_call_start\ndata: {{"index":{call.index},"call_id":{encode_basestring(call.id)},'
@@ -202,8 +218,14 @@ class NDJSONEncoder(Encoder):
             ]
         )
 
+    def json_delta(self, body: str, padding: str) -> str:
+        return f'{{"type":"delta","text":"{body}","p":"{padding}"}}\n'
+
     def reasoning(self, text: str, padding: str) -> str:
         return f'{{"type":"reasoning","text":{encode_basestring(text)},"p":"{padding}"}}\n'
+
+    def json_reasoning(self, body: str, padding: str) -> str:
+        return f'{{"type":"reasoning","text":"{body}","p":"{padding}"}}\n'
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
         return (f'{{"type":"tool_call_start","index":{call.index},"call_id":{encode_basestring(call.id)},'

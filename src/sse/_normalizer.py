@@ -106,11 +106,30 @@ _USAGE = (
     + r'(?:,"prompt_tokens_details":\{"cached_tokens":' + _COUNT + r"\})?\}"
 )
 _OPENAI_PREFIX = '{"id":"'
-_OPENAI_CHUNK = re.compile(
+# Up to the delta's field: the same in every chunk of one stream.
+_OPENAI_HEAD = (
     r'\{"id":"' + _PLAIN + r'","object":"chat\.completion\.chunk","created":' + _COUNT + r',"model":"' + _PLAIN + r'",'
-    r'"choices":\[\{"index":0,"delta":\{"(content|reasoning_content|reasoning)":"(' + _JSON_STRING_BODY + r')"\},'
+    r'"choices":\[\{"index":0,"delta":\{"'
+)
+_OPENAI_TAIL = (
+    r'(content|reasoning_content|reasoning)":"(' + _JSON_STRING_BODY + r')"\},'
     r'"logprobs":null,"finish_reason":null\}\](?:,"usage":(null|' + _USAGE + r"))?\}"
 )
+_OPENAI_CHUNK = re.compile(_OPENAI_HEAD + _OPENAI_TAIL)
+
+
+# The same chunk as a whole event of the stream: the commonest input of all, one network
+# read holding one frame of the default model (chat.model.catalog).
+_OPENAI_EVENT = re.compile("data: " + _OPENAI_CHUNK.pattern + "\n\n")
+_OPENAI_EVENT_PREFIX = "data: " + _OPENAI_PREFIX
+# A stream's chunks share their head (id, created, model), so once one has matched, the
+# rest are matched against that head as a literal: the same verdict, about half the work
+# of matching the id and model again in every chunk. Learned anew at most this often.
+_HEADS_LEARNED = 3
+
+
+def _learned_event(head: str) -> re.Pattern[str]:
+    return re.compile(re.escape(head) + _OPENAI_TAIL + "\n\n")
 
 
 def _is_count(value: object) -> bool:
@@ -164,6 +183,8 @@ class UpstreamNormalizer:
         # a stream repeats its running usage in every chunk, and only the last one counts.
         self._usage_text: str | None = None
         self.skipped = 0
+        self._learned_event: re.Pattern[str] | None = None  # this stream's chunk, its head known
+        self._heads_left = _HEADS_LEARNED
         self._tools = ToolCallAssembler(call_id_prefix)
         self.tool_events: list[ToolEvent] = []
         self.failure: str | None = None
@@ -237,6 +258,39 @@ class UpstreamNormalizer:
                     self._tools.finish(self.tool_events)
                 return ("", text) if field != "content" else (text, "")
         return self.frame(data)
+
+    def whole_event(self, text: str) -> tuple[bool, str] | None:
+        """(is reasoning, JSON string body of its text) when `text`, read from between two
+        events, is exactly one event of model text in the commonest frame shapes (a
+        native `{"response":…}` frame, or the OpenAI-style chunk the fast path of `read`
+        takes) with nothing else; else None, and nothing was read.
+
+        Reading such an event here gives what the general path gives for it: the same
+        text, and the same usage kept. The caller copies the body through undecoded.
+        """
+        if self._tools.open or self.done or self.failure is not None:
+            return None  # text after a call ends the call: the general path does that
+        if text.startswith(_OPENAI_EVENT_PREFIX):
+            learned = self._learned_event
+            chunk = learned.fullmatch(text) if learned is not None else None
+            if chunk is None:
+                chunk = _OPENAI_EVENT.fullmatch(text)
+                if chunk is None:
+                    return None
+                if self._heads_left:
+                    self._heads_left -= 1
+                    self._learned_event = _learned_event(text[: chunk.start(1)])
+            field, body, usage = chunk.groups()
+            if not body:
+                return None  # an empty text sends nothing; the general path says so
+            if usage is not None and usage != "null":
+                self._usage_text = usage
+            return field != "content", body
+        if text.startswith(_NATIVE_PREFIX):
+            native = _NATIVE_EVENT.fullmatch(text)
+            if native is not None:
+                return False, native.group(1)
+        return None
 
     def frame(self, data: str) -> tuple[str, str]:
         """The general path for one `message` event's data: (text, reasoning text).

@@ -121,6 +121,12 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
     def delta(self, text: str, padding: str) -> str:
         return self._content(encode_basestring(text), padding)
 
+    def json_delta(self, body: str, padding: str) -> str:
+        return self._content(f'"{body}"', padding)
+
+    def json_reasoning(self, body: str, padding: str) -> str:
+        return self._choice(f'{{"reasoning_content":"{body}"}}', padding)
+
     def json_deltas(self, bodies: Sequence[str], paddings: Iterable[str]) -> str:
         # A valid JSON string body is a valid content string as it is.
         content = self._content

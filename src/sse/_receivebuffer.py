@@ -66,17 +66,40 @@ class ReceiveBuffer:
         self._held_ends_lf = False
         self._line_bytes = 0  # UTF-8 bytes of the held text's unterminated last line
         self._closed = False
+        self.between_events = False
+        """True when nothing is held and the next text starts a new event (the stream's
+        start, where a BOM may come, excepted): a whole event may then be read alone."""
         self.error: LineTooLongError | EventTooLargeError | None = None
         """Set once a cap was passed; the buffer is closed from then on."""
 
     def feed(self, chunk: bytes) -> str:
-        """The text of the events `chunk` completes, with LF line ends: everything up to
+        """`feed_text` of the text `chunk`'s bytes complete (see `decode`)."""
+        return self.feed_text(self.decode(chunk))
+
+    def decode(self, chunk: bytes) -> str:
+        """The text of the characters `chunk` completes: invalid bytes become U+FFFD, and
+        a character split across chunks waits for the rest. For a caller that has bytes;
+        one that has text (decoded once, by the runtime) gives it to `feed_text`.
+        Raises StreamClosedError on a closed buffer."""
+        if self._closed:
+            raise StreamClosedError("feed() after the event stream was closed")
+        if self._undecoded:
+            chunk = self._undecoded + chunk
+        # errors="replace": invalid bytes become U+FFFD, never an exception. final=False
+        # leaves an incomplete trailing character undecoded instead of replacing it.
+        text, used = utf_8_decode(chunk, "replace", False)
+        # bytes() because a chunk may be a memoryview over a buffer its owner reuses.
+        self._undecoded = bytes(chunk[used:]) if used < len(chunk) else b""
+        return text
+
+    def feed_text(self, text: str) -> str:
+        """The text of the events `text` completes, with LF line ends: everything up to
         and including the last blank line, or "" when no event was completed.
 
         When the input passes a cap, the events before the offending one are returned,
         `error` is set and the buffer closes. Raises StreamClosedError on a closed buffer.
         """
-        text = self._decode(chunk)
+        text = self._normalize(text)
         if not text:
             return ""
         last = text.rfind("\n\n")
@@ -102,6 +125,7 @@ class ReceiveBuffer:
             if self.error is not None:
                 return block
         self._hold(text[cut:])
+        self.between_events = not self._held and not self._skip_lf and not self._closed
         return block
 
     def close(self) -> str:
@@ -110,6 +134,7 @@ class ReceiveBuffer:
         where they stand (`id`, `retry`) still count. Calling it twice is harmless."""
         held = "".join(self._held) if self.error is None else ""
         self._closed = True
+        self.between_events = False
         self._undecoded = b""
         self._held = []
         self._held_chars = 0
@@ -118,23 +143,18 @@ class ReceiveBuffer:
     def discard(self) -> None:
         """Drops everything held, at once and without joining it first, and closes."""
         self._closed = True
+        self.between_events = False
         self._undecoded = b""
         self._held = []
         self._held_chars = 0
 
-    def _decode(self, chunk: bytes) -> str:
-        """Decodes a chunk, drops the BOM, and turns every line end into one LF."""
+    def _normalize(self, text: str) -> str:
+        """Drops the stream's BOM and turns every line end into one LF."""
         if self._closed:
             raise StreamClosedError("feed() after the event stream was closed")
-        if self._undecoded:
-            chunk = self._undecoded + chunk
-        # errors="replace": invalid bytes become U+FFFD, never an exception. final=False
-        # leaves an incomplete trailing character undecoded instead of replacing it.
-        text, used = utf_8_decode(chunk, "replace", False)
-        # bytes() because a chunk may be a memoryview over a buffer its owner reuses.
-        self._undecoded = bytes(chunk[used:]) if used < len(chunk) else b""
         if not text:
             return ""
+        self.between_events = False
         if self._at_start:
             self._at_start = False
             # "One leading U+FEFF BYTE ORDER MARK character must be ignored if any are

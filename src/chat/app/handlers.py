@@ -22,7 +22,7 @@ from chat.resumable import client as resumable
 from chat.resumable.formats import ReaderFormat
 from chat.stream.collect import collect
 from chat.stream.lifecycle import StreamLifecycle
-from chat.stream.relay import StreamRelay
+from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import Started, start_model_stream
 from chat.web import http
 from chat.web.errors import ApiError
@@ -152,7 +152,7 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     body = await collect(started.stream, lifecycle, log_fields=fields)
     code = reframer.last_error_code
     status = 200 if code is None else ERROR_CODES[code].status
-    return exchange.reply(body.decode(), status, {"content-type": http.JSON_TYPE})
+    return exchange.reply(body, status, {"content-type": http.JSON_TYPE})
 
 
 async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
@@ -164,6 +164,7 @@ async def _stream(
     padding: int | None = None, stop: tuple[str, ...] = (),
 ) -> Reply:
     config, route = admitted.config, admitted.route.name
+    await load_plumbing()  # before the model starts: a failed import costs no inference
     started = await _start_model(edge, exchange, admitted, turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop,
                         max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id)

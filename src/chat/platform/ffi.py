@@ -8,6 +8,7 @@
   idempotent `close()`.
 - `keep_alive`: work that must finish after the response is returned (ctx.waitUntil),
   held by a strong reference until it does.
+- `import_js_module`: an ES module of the Worker's bundle, awaited once per isolate.
 - `json_response` and `response`: a js.Response from plain values.
 
 pyproject.toml's ruff rule (TID251) bans importing `js` and `pyodide` anywhere else in
@@ -24,7 +25,9 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, create_proxy, to_js
 
-__all__ = ["JsException", "ProxyScope", "js_bytes", "js_object", "json_response", "keep_alive", "response"]
+__all__ = [
+    "JsException", "ProxyScope", "import_js_module", "js_bytes", "js_object", "json_response", "keep_alive", "response",
+]
 
 
 def js_object(value: Mapping[str, Any]) -> Any:
@@ -78,6 +81,37 @@ def keep_alive(ctx: Any, work: Awaitable[Any]) -> None:
         proxy.destroy()
 
     task.add_done_callback(finished)
+
+
+# The Worker's own ES modules, by name, once imported: an isolate imports each only once.
+_js_modules: dict[str, Any] = {}
+
+
+async def import_js_module(name: str) -> Any:
+    """The ES module `name` of the Worker's bundle (its path from the main module's folder,
+    as wrangler names it), imported on the first call in this isolate.
+
+    Raises ImportError when the runtime cannot import it.
+    """
+    module = _js_modules.get(name)
+    if module is not None:
+        return module
+    # `workers.import_from_javascript` blocks on this same promise with `pyodide.ffi.run_sync`
+    # (JSPI), which works only where a stack switch is possible: called from a plain JS ->
+    # Python call (a timer's or a stream's callback) it raises "Cannot stack switch because
+    # the Python entrypoint was a synchronous function" (workerd 1.20261117.1, seen
+    # 2026-12-01). An await needs no stack switch. workerd's python-entrypoint-helper.ts
+    # puts `doAnImport` on `_pyodide_entrypoint_helper` (in the 1.20261117.1 binary and in
+    # workerd's source of 2026-08-22); workers-runtime-sdk 1.9.5 awaits it the same way
+    # (`import_sdk_javascript_module_async`). Evidence: docs/platform.md.
+    import _pyodide_entrypoint_helper  # workerd's only: Pyodide in Node (bench/import_time.mjs) imports this module without it
+
+    try:
+        module = await _pyodide_entrypoint_helper.doAnImport(name)
+    except JsException as exc:
+        raise ImportError(f"the JS module {name!r} could not be imported: {exc}") from exc
+    _js_modules[name] = module
+    return module
 
 
 def response(body: Any, status: int, headers: Mapping[str, str] | None = None) -> Any:

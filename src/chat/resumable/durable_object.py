@@ -33,7 +33,7 @@ from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrd
 from chat.resumable.readers import Reader
 from chat.resumable.store import AnswerStore
 from chat.stream.lifecycle import StreamLifecycle
-from chat.stream.relay import StreamRelay
+from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import start_model_stream
 from chat.web.errors import ApiError
 from sse import ERROR_MESSAGES, EventNumberer, Reframer, StoredEvent
@@ -106,6 +106,7 @@ class ChatStream(DurableObject):
             return await self._start_locked(order)
 
     async def _start_locked(self, order: StartOrder) -> Any:
+        await load_plumbing()  # before the model starts: a failed import costs no inference
         config = self._config()
         answer = self._state()
         if self._relay is not None:

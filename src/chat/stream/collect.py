@@ -6,6 +6,7 @@ becomes the response body (FFI)."""
 from __future__ import annotations
 
 import asyncio
+import codecs
 import time
 from typing import Any
 
@@ -19,10 +20,13 @@ from chat.stream.relay import MAX_FEED_BYTES
 MAX_COLLECTED_CHARS = 1 << 20
 
 
-async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict[str, str]) -> bytes:
+async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict[str, str]) -> str:
     """Everything the lifecycle sends for `upstream`, read to its end or to a deadline;
     the upstream is cancelled when the answer ended before it did."""
     reader = upstream.getReader()
+    # Invalid bytes become U+FFFD and a character split across chunks waits, as in the
+    # streamed path's decoder (relay.mjs); the core drops the stream's BOM.
+    decoder = codecs.getincrementaldecoder("utf-8")("replace")
     out = [lifecycle.start(time.monotonic())]
     pending: asyncio.Future[Any] | None = None
     # One timer at a time, always left to fire: a timer cancelled in Pyodide stays active
@@ -54,7 +58,7 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
                 ended = True
                 out.append(lifecycle.upstream_ended(now, failed=False))
                 break
-            out.append(_feed(lifecycle, result.value, now))
+            out.append(_feed(lifecycle, decoder, result.value, now))
             if lifecycle.collected_chars > MAX_COLLECTED_CHARS:
                 out.append(lifecycle.overflowed(now))
     finally:
@@ -70,18 +74,18 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
         reader.releaseLock()
     event, fields = lifecycle.outcome(time.monotonic())
     log(event, **log_fields, **fields)
-    return b"".join(out)
+    return "".join(out)
 
 
-def _feed(lifecycle: StreamLifecycle, chunk: Any, now: float) -> bytes:
+def _feed(lifecycle: StreamLifecycle, decoder: codecs.IncrementalDecoder, chunk: Any, now: float) -> str:
     try:
         data = chunk.to_bytes()
     except Exception as exc:  # noqa: BLE001 - an upstream that sends something other than bytes
         return lifecycle.broken(now, type(exc).__name__)
-    view = memoryview(data)
     out = []
+    view = memoryview(data)
     for start in range(0, len(data), MAX_FEED_BYTES):
-        out.append(lifecycle.chunk(view[start : start + MAX_FEED_BYTES], now))
+        out.append(lifecycle.text(decoder.decode(view[start : start + MAX_FEED_BYTES]), now))
         if lifecycle.over:
             break
-    return b"".join(out)
+    return "".join(out)

@@ -1,8 +1,8 @@
 """The rules of one response stream's life, sans-IO: when to ping, when the model counts
 as silent, when a client that stopped reading is dropped, how the stream ends and what is
-logged about it. Every call takes the time (monotonic seconds) and returns the bytes to
-send, so the rules run on CPython with a fake clock; the relay only forwards chunks,
-ticks and endings to it from the JS streams.
+logged about it. Every call takes the time (monotonic seconds) and returns what to
+send, as text, so the rules run on CPython with a fake clock; the relay only forwards
+the upstream's text, ticks and endings to it from the JS streams.
 
 Timing rules:
 - only model output (text, reasoning, a tool call) resets the idle timer: an upstream
@@ -40,6 +40,9 @@ class StreamLifecycle:
 
     def __init__(self, reframer: Reframer, timeouts: Timeouts, *, now: float) -> None:
         self._reframer = reframer
+        self._whole_event = reframer.feed_whole_event  # looked up once: it runs per token
+        self.over = False
+        """True once nothing more will be sent; a plain attribute, read per chunk."""
         self._timeouts = timeouts
         self._began = now
         self._last_model_output = now
@@ -50,18 +53,27 @@ class StreamLifecycle:
         self._client_gone = False
         self._detail: str | None = None
 
-    @property
-    def over(self) -> bool:
-        return self._client_gone or self._reframer.terminated
-
-    def start(self, now: float) -> bytes:
+    def start(self, now: float) -> str:
         """The first frame (`meta`)."""
         return self._sent(self._reframer.start(), now)
 
-    def chunk(self, data: bytes, now: float) -> bytes:
-        """What one upstream chunk gives to send; with `[DONE]` in it, the `done` frame."""
+    def text(self, text: str, now: float) -> str:
+        """What the upstream's next text gives to send; with `[DONE]` in it, the `done`
+        frame too."""
+        out = self._whole_event(text)
+        if out is None:
+            return self._any_text(text, now)
+        # One event of model text, the commonest input: the stream goes on.
+        self._model_events += 1
+        self._last_model_output = self._last_sent = now
+        self._behind_since = None  # a chunk got through, so the client had made room for it
+        if self._first_delta_at is None and self._reframer.deltas:
+            self._first_delta_at = now
+        return out
+
+    def _any_text(self, text: str, now: float) -> str:
         reframer = self._reframer
-        out = reframer.feed(data)
+        out = reframer.feed(text)
         if reframer.model_events != self._model_events:
             self._model_events = reframer.model_events
             self._last_model_output = now
@@ -73,11 +85,11 @@ class StreamLifecycle:
             out += reframer.finish()
         return self._sent(out, now)
 
-    def tick(self, now: float, *, client_behind: bool) -> bytes:
-        """A ping, a timeout's `error` frame, or b"". `client_behind`: bytes already sent
+    def tick(self, now: float, *, client_behind: bool) -> str:
+        """A ping, a timeout's `error` frame, or "". `client_behind`: bytes already sent
         wait unread, so the upstream is held back by the client."""
         if self.over:
-            return b""
+            return ""
         timeouts = self._timeouts
         if client_behind:
             self._last_model_output = now  # the silence is the client's
@@ -85,13 +97,13 @@ class StreamLifecycle:
                 self._behind_since = now
             elif now - self._behind_since >= timeouts.client:
                 return self._sent(self._reframer.fail("client_timeout"), now)
-            return b""
+            return ""
         self._behind_since = None
         if now - self._last_model_output >= timeouts.idle:
             return self._sent(self._reframer.fail("upstream_timeout"), now)
         if now - self._last_sent >= timeouts.ping_interval:
             return self._sent(self._reframer.ping(), now)
-        return b""
+        return ""
 
     def next_tick(self, now: float) -> float:
         """Seconds until the nearest deadline; one timer re-armed for it is enough, so
@@ -105,11 +117,11 @@ class StreamLifecycle:
             due = min(self._last_sent + timeouts.ping_interval, self._last_model_output + timeouts.idle)
         return max(0.001, due - now)
 
-    def upstream_ended(self, now: float, *, failed: bool) -> bytes:
+    def upstream_ended(self, now: float, *, failed: bool) -> str:
         """The terminal frame for an upstream that closed (`done` or `upstream_incomplete`)
         or failed (`generation_failed`), unless the stream is over already."""
         if self.over:
-            return b""
+            return ""
         reframer = self._reframer
         return self._sent(reframer.fail("generation_failed") if failed else reframer.finish(), now)
 
@@ -119,21 +131,22 @@ class StreamLifecycle:
         stats = self._reframer.stats
         return stats.chars + stats.reasoning_chars
 
-    def overflowed(self, now: float) -> bytes:
+    def overflowed(self, now: float) -> str:
         """The `upstream_malformed` frame for an answer longer than its reader can hold."""
         return self._sent(self._reframer.fail("upstream_malformed"), now)
 
-    def stop(self, now: float, code: str) -> bytes:
+    def stop(self, now: float, code: str) -> str:
         """The terminal `error` frame for an answer ended on the server's side (a stop
         request, nobody reading), unless the stream is over already."""
         if self.over:
-            return b""
+            return ""
         return self._sent(self._reframer.fail(code), now)
 
     def client_left(self) -> None:
         self._client_gone = True
+        self.over = True
 
-    def broken(self, now: float, detail: str) -> bytes:
+    def broken(self, now: float, detail: str) -> str:
         """The `internal_error` frame for a failure of the edge itself (an upstream chunk
         that is not bytes); `detail` goes to the log, never to the client."""
         self._detail = detail
@@ -166,9 +179,11 @@ class StreamLifecycle:
             fields["detail"] = detail  # a bug in the core or the edge: its type, no content
         return event, fields
 
-    def _sent(self, out: bytes, now: float) -> bytes:
+    def _sent(self, out: str, now: float) -> str:
         if out:
             self._last_sent = now
+        # Every way to a terminal frame passes here.
+        self.over = self._client_gone or self._reframer.terminated
         return out
 
 

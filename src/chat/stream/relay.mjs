@@ -1,34 +1,107 @@
-// The relay's per-chunk plumbing, for chat/stream/relay.py, which makes every decision.
+// The relay's plumbing, for chat/stream/relay.py. One owner per job: this module owns the
+// stream machinery (the controller, the pipe, the timer, termination); Python answers
+// "text in, text out" and "tick, text out" and makes every decision.
 //
 // Why JS at all: handing a chunk to Python as a string, and taking back a string, costs a
-// fraction of a transform written in Python. That one takes the chunk and the controller
-// as two new proxies per call, copies the bytes in and out, and calls back into JS to
+// fraction of a transform written in Python, which takes the chunk and the controller as
+// two new proxies per call, copies the bytes in and out, and calls back into JS to
 // enqueue (docs/benchmarks.md has the figures). Here each chunk is one call into Python
 // with one string argument and one string result; nothing else crosses per chunk.
 
-const STREAMING = { stream: true };  // made once: an object per chunk is garbage per token
+// What Python returns for the last text of a stream: after it, nothing more is sent and
+// the stream is terminated (which makes the pipe cancel the upstream). Made with `last()`.
+class Last {
+  constructor(text) {
+    this.text = text;
+  }
+}
 
-// A chunk over maxSliceBytes is handed over in slices of that size (relay.py's
-// MAX_FEED_BYTES). onStart(controller) once; onText(text) per slice of decoded upstream
-// text, returning the
-// text to send ("" for none), or undefined once the stream is over (Python then has sent
-// its last frame and terminated the stream itself); onBroken(name) for a chunk that is not
-// bytes; onCancel() when the client goes away.
-export function pythonTransformer(maxSliceBytes, onStart, onText, onBroken, onCancel) {
+export function last(text) {
+  return new Last(text);
+}
+
+const STREAMING = { stream: true };  // made once: an object per chunk is garbage per token
+const PIPE = { preventClose: true, preventAbort: true };
+
+// Relays `upstream` (a ReadableStream of bytes) through Python, and returns { readable,
+// settled, end }: the body to send; a promise that resolves once the pipe has settled and
+// onEnded has answered (nothing of Python's is called after it); end(text) sends `text`
+// and terminates, for an ending Python decides on its own (a stop).
+//
+// Python's callbacks, each returning the text to send ("" for none) or last(text):
+//   onStart()            once, first;
+//   onText(text)         per slice of decoded upstream text (a chunk over maxSliceBytes
+//                        is handed over in slices of that size: relay.py's MAX_FEED_BYTES);
+//   onTick(clientBehind) when the timer fires; clientBehind: sent bytes wait unread;
+//   onBroken(name)       for a chunk that is not bytes: always last(...);
+//   onEnded(failed)      once, when the pipe settles (failed: the upstream errored); its
+//                        text is sent unless the stream is over already.
+// and onDelay() (milliseconds until the next tick, asked after onStart and each tick) and
+// onLeft() (the client went away; the pipe then cancels the upstream).
+export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken, onEnded, onDelay, onLeft) {
   // Non-fatal: invalid bytes become U+FFFD, as the event-stream spec says. With
   // {stream: true} a character split across chunks waits for the rest. ignoreBOM keeps
   // every U+FEFF: workerd's decoder would drop one at the start of each decode() call,
-  // that is of any chunk, and the Python core already drops the stream's leading BOM.
+  // that is of any chunk, and the Python core drops the stream's leading BOM.
   const decoder = new TextDecoder("utf-8", { ignoreBOM: true });
   const encoder = new TextEncoder();
-  return {
-    start(controller) {
-      onStart(controller);
+  let controller = null;
+  let timer = null;
+  let over = false;  // nothing more will be sent, and Python is asked nothing more but onEnded
+
+  function terminate() {
+    over = true;
+    if (timer !== null) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    try {
+      controller?.terminate();
+    } catch {
+      // already closed by the other side
+    }
+  }
+
+  function enqueue(text) {
+    if (!text) return;
+    try {
+      controller.enqueue(encoder.encode(text));
+    } catch {
+      // the client left while we were writing; the cancel callback says so
+    }
+  }
+
+  // Sends what Python answered; true once the stream is over.
+  function send(out) {
+    if (out instanceof Last) {
+      enqueue(out.text);
+      terminate();
+      return true;
+    }
+    enqueue(out);
+    return false;
+  }
+
+  function schedule() {
+    timer = setTimeout(tick, onDelay());
+  }
+
+  function tick() {
+    timer = null;
+    if (over) return;
+    if (!send(onTick(controller.desiredSize < 0))) schedule();
+  }
+
+  const transformer = {
+    start(ctrl) {
+      controller = ctrl;
+      if (!send(onStart())) schedule();
     },
-    transform(chunk, controller) {
+    transform(chunk) {
+      if (over) return;
       const bytes = asBytes(chunk);
       if (bytes === null) {
-        onBroken("TypeError");
+        send(onBroken("TypeError"));
         return;
       }
       let at = 0;
@@ -38,17 +111,42 @@ export function pythonTransformer(maxSliceBytes, onStart, onText, onBroken, onCa
           const slice = bytes.byteLength > maxSliceBytes ? bytes.subarray(at, at + maxSliceBytes) : bytes;
           text = decoder.decode(slice, STREAMING);
         } catch (error) {
-          onBroken(error?.name ?? "Error");  // a detached buffer, say
+          send(onBroken(error?.name ?? "Error"));  // a detached buffer, say
           return;
         }
-        const out = onText(text);
-        if (out === undefined) return;
-        if (out) controller.enqueue(encoder.encode(out));
+        if (send(onText(text))) return;
         at += maxSliceBytes;
       } while (at < bytes.byteLength);
     },
     cancel() {
-      onCancel();
+      if (over) return;
+      over = true;
+      if (timer !== null) {
+        clearTimeout(timer);
+        timer = null;
+      }
+      onLeft();
+    },
+  };
+  const stream = new TransformStream(transformer);
+  // pipeTo with preventClose/preventAbort rather than pipeThrough: the terminal event is
+  // written after the upstream ends or fails. With pipeThrough an upstream error would
+  // error the readable too and tear the connection with no `error` event.
+  const settled = upstream.pipeTo(stream.writable, PIPE).then(
+    () => false,
+    () => true,
+  ).then((failed) => {
+    const out = onEnded(failed);
+    if (!over) enqueue(out);
+    terminate();
+  });
+  return {
+    readable: stream.readable,
+    settled,
+    end(text) {
+      if (over) return;
+      enqueue(text);
+      terminate();
     },
   };
 }

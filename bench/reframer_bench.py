@@ -116,11 +116,13 @@ def make_stream(seed: int = 1, tokens: int = TOKENS, shape: str = "native") -> l
 
 
 def reframe(chunks: Sequence[bytes]) -> int:
-    """The Worker's whole per-request path through the core; returns bytes produced."""
+    """The Worker's whole per-request path through the core (bytes decoded by the core, as
+    a caller holding bytes does; the Worker's relay hands it text); returns characters
+    produced."""
     reframer = sse.Reframer(request_id="req-bench", model="@cf/meta/llama-3.1-8b-instruct")
     size = len(reframer.start())
     for chunk in chunks:
-        size += len(reframer.feed(chunk))
+        size += len(reframer.feed(reframer.decode(chunk)))
     size += len(reframer.finish())
     return size
 

@@ -148,8 +148,9 @@ class Reframer:
     def decode(self, chunk: bytes) -> str:
         """The text of the characters `chunk` completes, for a caller holding bytes:
         invalid bytes become U+FFFD (as the event-stream spec says), and a character split
-        across chunks waits for the next one. "" once the stream has ended."""
-        if self._terminated:
+        across chunks waits for the next one. "" once the stream has ended or the
+        upstream sent `[DONE]` (after which input is ignored)."""
+        if self._terminated or self._normalizer.done:
             return ""
         return self._buffer.decode(chunk)
 
@@ -157,23 +158,26 @@ class Reframer:
         """The frames for `text` when it is exactly one event of model text in the
         commonest shape, read from between two events (one network read holding one
         token's frame: nearly every input of a live stream); else None, and nothing was
-        read: give the same text to `feed`. The same output and counts as `feed`, through
-        a few calls instead of a dozen."""
-        if not self._whole_events or not self._buffer.between_events:
-            return None
+        read: give the same text to `feed`. The same frames and counts as `feed` (a text
+        with escapes is copied through still escaped, which reads the same), through a few
+        calls instead of a dozen."""
+        if not self._whole_events or not self._buffer.between_events or len(text) > self._buffer.safe_chars:
+            return None  # (text that long may pass a cap: `feed` measures it)
         found = self._normalizer.whole_event(text)
         if found is None:
             return None
         reasoning, body = found
         # The body is copied through still escaped; an escape makes it longer than its text.
         chars = len(scan_body(body)) if "\\" in body else len(body)
+        # Through _encode: an encoder that decodes the body (the default) may bring back
+        # a lone surrogate from an escape.
         if reasoning:
             self._reasoning_deltas += 1
             self._reasoning_chars += chars
-            return self._encoder.json_reasoning(body, next(self._pads))
+            return self._encode([self._encoder.json_reasoning(body, next(self._pads))])
         self._deltas += 1
         self._chars += chars
-        return self._encoder.json_delta(body, next(self._pads))
+        return self._encode([self._encoder.json_delta(body, next(self._pads))])
 
     def feed(self, text: str) -> str:
         """The frames for every upstream event `text` completes.

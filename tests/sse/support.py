@@ -6,7 +6,7 @@ import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sse import (
     DEFAULT_MAX_EVENT_CHARS,
@@ -14,12 +14,17 @@ from sse import (
     EventStreamParser,
     EventTooLargeError,
     LineTooLongError,
+    Reframer,
     ReframerStats,
 )
 
+# Upstream input: text, as the runtime hands it to the core, or bytes, which a caller
+# holding them decodes first (`Reframer.decode`); cut bytes may split a character.
+Input = TypeVar("Input", str, bytes)
 
-def splits(data: bytes, seed: int) -> list[bytes]:
-    """`data` cut at random points (including inside multi-byte characters)."""
+
+def splits(data: Input, seed: int) -> list[Input]:
+    """`data` cut at random points (for bytes, including inside multi-byte characters)."""
     rng = random.Random(seed)
     if len(data) < 2:
         return [data]
@@ -27,8 +32,8 @@ def splits(data: bytes, seed: int) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
 
 
-def three_ways(data: bytes, seed: int = 0) -> Iterator[tuple[str, list[bytes]]]:
-    """The same input whole, one byte at a time, and at random split points."""
+def three_ways(data: Input, seed: int = 0) -> Iterator[tuple[str, list[Input]]]:
+    """The same input whole, one byte (or character) at a time, and at random split points."""
     yield "whole", [data]
     yield "bytewise", [data[i : i + 1] for i in range(len(data))]
     for n in range(3):
@@ -86,17 +91,36 @@ def parse_three_ways(
     return whole
 
 
-def protocol_events(output: bytes) -> list[tuple[str, dict[str, Any]]]:
+def text_and_bytes(upstream: str, seed: int = 0) -> Iterator[tuple[str, list[str] | list[bytes]]]:
+    """`three_ways` of the text, then of its UTF-8 bytes (split characters included)."""
+    yield from three_ways(upstream, seed)
+    for how, chunks in three_ways(upstream.encode("utf-8", "surrogatepass"), seed):
+        yield f"bytes-{how}", chunks
+
+
+def sent(output: str) -> bytes:
+    """`output` as the runtime sends it: UTF-8, which it must always encode to (strict:
+    a lone surrogate raises)."""
+    assert isinstance(output, str)
+    return output.encode("utf-8")
+
+
+def feed(reframer: Reframer, chunk: str | bytes) -> str:
+    """Feeds text as it is, and bytes as a caller holding bytes does: decoded first."""
+    return reframer.feed(chunk if isinstance(chunk, str) else reframer.decode(chunk))
+
+
+def protocol_events(output: str | bytes) -> list[tuple[str, dict[str, Any]]]:
     """Reads this project's SSE protocol back: (event type, decoded data) pairs.
 
-    Pings are comments, so they do not appear.
+    Pings are comments, so they do not appear. Text must encode to UTF-8 as it is.
     """
-    parsed = parse_chunks([output])
+    parsed = parse_chunks([sent(output) if isinstance(output, str) else output])
     return [(event.type, json.loads(event.data)) for event in parsed.events]
 
 
-def ndjson_objects(output: bytes) -> list[dict[str, Any]]:
-    text = output.decode("utf-8")
+def ndjson_objects(output: str | bytes) -> list[dict[str, Any]]:
+    text = output.decode("utf-8") if isinstance(output, bytes) else sent(output).decode("utf-8")
     assert text == "" or text.endswith("\n")
     return [json.loads(line) for line in text.split("\n")[:-1]]
 
@@ -105,14 +129,17 @@ def without_padding(events: list[tuple[str, dict[str, Any]]]) -> list[tuple[str,
     return [(kind, {k: v for k, v in data.items() if k != "p"}) for kind, data in events]
 
 
-def run_reframer(make: Callable[[], Any], chunks: Sequence[bytes], *, finish: bool = True) -> bytes:
+def run_reframer(make: Callable[[], Reframer], chunks: Sequence[str] | Sequence[bytes], *, finish: bool = True) -> str:
+    """The whole output for `chunks` (text, or bytes decoded first); every piece is
+    checked to encode to UTF-8."""
     reframer = make()
-    out = reframer.start()
-    for chunk in chunks:
-        out += reframer.feed(chunk)
+    pieces = [reframer.start()]
+    pieces += [feed(reframer, chunk) for chunk in chunks]
     if finish:
-        out += reframer.finish()
-    return bytes(out)
+        pieces.append(reframer.finish())
+    for piece in pieces:
+        sent(piece)
+    return "".join(pieces)
 
 
 def stats(
@@ -134,4 +161,41 @@ def stats(
         tool_calls=tool_calls,
         finish_reason=finish_reason,
         usage=usage,
+    )
+
+
+class FeedOnlyReframer(Reframer):
+    """A Reframer whose fast path takes nothing: every text goes to `feed`, the reference
+    that `feed_whole_event` must match."""
+
+    def feed_whole_event(self, text: str) -> str | None:
+        return None
+
+
+class CountingReframer(Reframer):
+    """A Reframer that counts the texts its fast path took."""
+
+    fast_events = 0
+
+    def feed_whole_event(self, text: str) -> str | None:
+        out = super().feed_whole_event(text)
+        if out is not None:
+            self.fast_events += 1
+        return out
+
+
+def native_event(body: str, padding: str | None = None) -> str:
+    """A compact Workers AI native event; `body` is a JSON string body (escapes kept)."""
+    pad = "" if padding is None else f',"p":"{padding}"'
+    return f'data: {{"response":"{body}"{pad}}}\n\n'
+
+
+def openai_event(
+    body: str, field: str = "content", usage: str = "", *, id: str = "chatcmpl-1", model: str = "@cf/m", created: int = 1764000000
+) -> str:
+    """A compact OpenAI-style chunk as Workers AI streams it for most models; `body` is a
+    JSON string body, `usage` what follows `choices` (e.g. `,"usage":null`)."""
+    return (
+        f'data: {{"id":"{id}","object":"chat.completion.chunk","created":{created},"model":"{model}",'
+        f'"choices":[{{"index":0,"delta":{{"{field}":"{body}"}},"logprobs":null,"finish_reason":null}}]{usage}}}\n\n'
     )

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sse import Reframer
-from tests.sse.support import protocol_events
+from tests.sse.support import feed, protocol_events, sent
 
 CAP = 4096
 BIG_CAP = 1 << 16
@@ -37,19 +37,19 @@ def test_hostile_streams_never_raise_and_end_with_one_terminal_frame(seed):
     reframer = Reframer(request_id="r", model="m", max_line_bytes=CAP, rng=random.Random(seed))
     out = [reframer.start()]
     for chunk in hostile_chunks(seed, 50_000):
-        out.append(reframer.feed(chunk))
+        out.append(feed(reframer, chunk))  # bytes, decoded first: invalid and split characters
     out.append(reframer.finish())
-    text = b"".join(out).decode("utf-8")
+    text = sent("".join(out)).decode("utf-8")
     assert text.count("event: done\n") + text.count("event: error\n") == 1
 
 
-def fed(reframer: Reframer, chunks: Iterable[bytes]) -> tuple[bytes, int]:
-    """The output that ended the stream (b"" if none did), and the most memory in use while
+def fed(reframer: Reframer, chunks: Iterable[str]) -> tuple[str, int]:
+    """The output that ended the stream ("" if none did), and the most memory in use while
     `chunks` were fed, above what was in use before (other output is not kept)."""
     tracemalloc.start()
     try:
         baseline = tracemalloc.get_traced_memory()[0]
-        ending = b""
+        ending = ""
         for chunk in chunks:
             out = reframer.feed(chunk)
             if reframer.terminated and not ending:
@@ -64,7 +64,7 @@ def test_a_line_that_never_ends_is_dropped_at_the_line_cap_not_held_to_the_end()
     # The event cap far above: only the line cap may bound this.
     reframer = Reframer(request_id="r", model="m", max_line_bytes=BIG_CAP, max_event_chars=1 << 24, rng=random.Random(1))
     reframer.start()
-    endless_line = [b"data: "] + [b"y" * 1000] * 4000  # 4 MB and no line end
+    endless_line = ["data: "] + ["y" * 1000] * 4000  # 4 MB and no line end
     ending, peak = fed(reframer, endless_line)
     assert peak < 4 * BIG_CAP, f"{peak} bytes held for a line capped at {BIG_CAP}"
     assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
@@ -73,26 +73,26 @@ def test_a_line_that_never_ends_is_dropped_at_the_line_cap_not_held_to_the_end()
 def test_an_event_that_never_ends_is_dropped_at_the_event_cap_not_held_to_the_end():
     reframer = Reframer(request_id="r", model="m", max_event_chars=BIG_CAP, rng=random.Random(1))
     reframer.start()
-    endless_event = [b"data: " + b"y" * 994 + b"\n"] * 4000  # 4 MB of lines and no blank line
+    endless_event = ["data: " + "y" * 994 + "\n"] * 4000  # 4 MB of lines and no blank line
     ending, peak = fed(reframer, endless_event)
     assert peak < 4 * BIG_CAP, f"{peak} bytes held for an event capped at {BIG_CAP} characters"
     assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
 
 
-def test_an_event_trickling_in_a_byte_a_chunk_is_held_in_memory_near_its_length():
-    # One fragment a chunk would cost some fifty bytes of object header per byte held.
+def test_an_event_trickling_in_a_character_a_chunk_is_held_in_memory_near_its_length():
+    # One fragment a chunk would cost some fifty bytes of object header per character held.
     reframer = Reframer(request_id="r", model="m", max_line_bytes=4 * BIG_CAP, rng=random.Random(1))
     reframer.start()
     text = "x" * BIG_CAP
-    head = f'data: {{"response":"{text}'.encode()
+    head = f'data: {{"response":"{text}'
     tracemalloc.start()
     try:
         baseline = tracemalloc.get_traced_memory()[0]
         for i in range(len(head)):
-            assert reframer.feed(head[i : i + 1]) == b""
+            assert reframer.feed(head[i : i + 1]) == ""
         held = tracemalloc.get_traced_memory()[0] - baseline
         # The whole event is still there, and once it ends nothing of it stays behind.
-        [(kind, data)] = protocol_events(reframer.feed(b'"}\n\n'))
+        [(kind, data)] = protocol_events(reframer.feed('"}\n\n'))
         assert (kind, data["text"]) == ("delta", text)
         del data
         left = tracemalloc.get_traced_memory()[0] - baseline

@@ -12,25 +12,25 @@ from hypothesis import strategies as st
 
 from sse import ERROR_MESSAGES, OpenAIChunkEncoder, OpenAICompletionEncoder, Reframer, openai_error, openai_finish_reason
 from sse._stop import StopScanner
-from tests.sse.support import stats, three_ways
+from tests.sse.support import feed, sent, stats, text_and_bytes
 
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
 
-def native(*texts: str, usage: dict[str, int] | None = USAGE, done: bool = True) -> bytes:
+def native(*texts: str, usage: dict[str, int] | None = USAGE, done: bool = True) -> str:
     # Compact, as Workers AI writes them: whole events of this shape take the fast path.
     frames = [f"data: {json.dumps({'response': text, 'p': 'abc'}, separators=(',', ':'))}\n\n" for text in texts]
     if usage is not None:
         frames.append(f"data: {json.dumps({'response': '', 'usage': usage})}\n\n")
     if done:
         frames.append("data: [DONE]\n\n")
-    return "".join(frames).encode()
+    return "".join(frames)
 
 
-def stream_events(output: bytes) -> list[Any]:
+def stream_events(output: str) -> list[Any]:
     """The data of each event ("[DONE]" as it is), pings as "ping"."""
     out: list[Any] = []
-    for block in output.decode().split("\n\n")[:-1]:
+    for block in sent(output).decode().split("\n\n")[:-1]:
         if block.startswith(":"):
             out.append("ping")
         else:
@@ -40,13 +40,13 @@ def stream_events(output: bytes) -> list[Any]:
     return out
 
 
-def chunked(upstream: bytes, pieces: list[bytes] | None = None, *, include_usage: bool = False, max_tokens: int | None = None,
+def chunked(upstream: str, pieces: list[str] | list[bytes] | None = None, *, include_usage: bool = False, max_tokens: int | None = None,
             stop: tuple[str, ...] = (), finish: bool = True) -> list[Any]:
     encoder = OpenAIChunkEncoder(created=1764000000, max_tokens=max_tokens, include_usage=include_usage)
     reframer = Reframer(request_id="r1", model="@cf/m", encoder=encoder, rng=random.Random(3), stop=stop)
     out = reframer.start()
     for piece in pieces if pieces is not None else [upstream]:
-        out += reframer.feed(piece)
+        out += feed(reframer, piece)
     if finish:
         out += reframer.finish()
     return stream_events(out)
@@ -70,9 +70,9 @@ def test_a_stream_is_role_then_deltas_then_finish_then_usage_then_done():
 
 def test_the_fast_path_and_the_general_path_give_the_same_chunks():
     frames = native("a", "b\n \u00e9 \\ \"q\"", usage=None, done=False)
-    done = b"data: [DONE]\n\n"
-    fast = chunked(b"", [frames, done])  # whole native events: copied through without decoding
-    general = chunked(b"", [frames[:5], frames[5:], done])
+    done = "data: [DONE]\n\n"
+    fast = chunked("", [frames, done])  # whole native events: copied through without decoding
+    general = chunked("", [frames[:5], frames[5:], done])
 
     def strip(events: list[Any]) -> list[Any]:
         return [{k: v for k, v in e.items() if k != "obfuscation"} if isinstance(e, dict) else e for e in events]
@@ -112,7 +112,7 @@ def test_finish_reason_is_the_upstreams_or_length_when_the_budget_was_used_up(fi
 def test_reasoning_is_reasoning_content_and_pings_are_comments():
     encoder = OpenAIChunkEncoder(created=1)
     reframer = Reframer(request_id="r1", model="m", encoder=encoder, max_padding=0)
-    upstream = b'data: {"choices":[{"delta":{"reasoning_content":"hmm"}}]}\n\n'
+    upstream = 'data: {"choices":[{"delta":{"reasoning_content":"hmm"}}]}\n\n'
     events = stream_events(reframer.feed(upstream) + reframer.ping())
     assert events[1]["choices"][0]["delta"] == {"reasoning_content": "hmm"} and events[1]["obfuscation"] == ""
     assert events[2] == "ping"
@@ -144,7 +144,7 @@ def test_a_stream_cut_before_done_ends_in_an_error_not_a_finish():
 # --- the non-streamed completion -------------------------------------------------------
 
 
-def completion(upstream: bytes, *, finish: bool = True, stop: tuple[str, ...] = ()) -> tuple[Reframer, dict[str, Any]]:
+def completion(upstream: str, *, finish: bool = True, stop: tuple[str, ...] = ()) -> tuple[Reframer, dict[str, Any]]:
     reframer = Reframer(request_id="r1", model="@cf/m", encoder=OpenAICompletionEncoder(created=5, max_tokens=3), stop=stop)
     out = reframer.start() + reframer.feed(upstream) + reframer.ping()
     if finish:
@@ -165,10 +165,10 @@ def test_a_completion_is_one_object_with_the_whole_text_and_usage():
 
 
 def test_a_completion_keeps_reasoning_apart_and_a_failure_is_only_the_error():
-    upstream = b'data: {"choices":[{"delta":{"reasoning_content":"hmm","content":"ok"}}]}\n\ndata: [DONE]\n\n'
+    upstream = 'data: {"choices":[{"delta":{"reasoning_content":"hmm","content":"ok"}}]}\n\ndata: [DONE]\n\n'
     _, body = completion(upstream)
     assert body["choices"][0]["message"]["reasoning_content"] == "hmm" and body["choices"][0]["message"]["content"] == "ok"
-    reframer, failed = completion(upstream.replace(b"data: [DONE]\n\n", b""))
+    reframer, failed = completion(upstream.replace("data: [DONE]\n\n", ""))
     assert failed == openai_error("upstream_incomplete", ERROR_MESSAGES["upstream_incomplete"])
     assert reframer.last_error_code == "upstream_incomplete"
 
@@ -188,7 +188,7 @@ def test_a_completion_keeps_reasoning_apart_and_a_failure_is_only_the_error():
 )
 def test_stop_sequences_end_the_answer_just_before_them(texts, stops, expected):
     upstream = native(*texts)
-    for how, pieces in three_ways(upstream):
+    for how, pieces in text_and_bytes(upstream):
         events = chunked(upstream, pieces, stop=stops)
         assert contents(events) == expected, how
         assert events[-1] == "[DONE]" and events[-2]["choices"][0]["finish_reason"] == "stop", how
@@ -198,7 +198,7 @@ def test_a_stop_ends_the_stream_at_once_and_what_follows_is_ignored():
     reframer = Reframer(request_id="r1", model="m", encoder=OpenAIChunkEncoder(created=1), stop=("END",))
     first = reframer.feed(native("one END two", done=False, usage=None))
     assert reframer.terminated and stream_events(first)[-1] == "[DONE]"
-    assert reframer.feed(native("more")) == b"" and reframer.finish() == b""
+    assert reframer.feed(native("more")) == "" and reframer.finish() == ""
     assert reframer.stats.finish_reason == "stop" and reframer.stats.chars == len("one ")
 
 

@@ -28,7 +28,7 @@ from sse import (
     ToolCallDelta,
     UpstreamNormalizer,
 )
-from tests.sse.support import ndjson_objects, parse_chunks, protocol_events
+from tests.sse.support import feed, ndjson_objects, parse_chunks, protocol_events, sent
 
 # --- strategies -------------------------------------------------------------------------
 
@@ -255,7 +255,7 @@ OPERATIONS = st.lists(
 )
 
 
-def decode(output: bytes, ndjson: bool) -> list[tuple[str, dict[str, Any]]]:
+def decode(output: str, ndjson: bool) -> list[tuple[str, dict[str, Any]]]:
     if ndjson:
         return [(obj.pop("type"), obj) for obj in ndjson_objects(output)]
     return protocol_events(output)
@@ -275,14 +275,17 @@ def test_reframer_emits_exactly_one_terminal_frame_and_it_is_last(
     pieces = []
     ended_at = None  # the index of the piece that held the terminal frame
     for name, argument in [*operations, ("finish", None)]:  # the Worker always ends so
-        method = getattr(reframer, name)
-        pieces.append(method(argument) if argument is not None else method())
+        if name == "feed":
+            pieces.append(feed(reframer, argument))  # bytes: decoded first
+        else:
+            method = getattr(reframer, name)
+            pieces.append(method(argument) if argument is not None else method())
         if ended_at is None and reframer.terminated:
             ended_at = len(pieces) - 1
     assert ended_at is not None
     # Nothing at all, not even a ping, follows the terminal frame.
-    assert all(piece == b"" for piece in pieces[ended_at + 1 :])
-    events = decode(b"".join(pieces), ndjson)
+    assert all(piece == "" for piece in pieces[ended_at + 1 :])
+    events = decode("".join(pieces), ndjson)
     kinds = [kind for kind, _ in events if kind != "ping"]
     assert kinds[0] == "meta"
     assert [kind for kind in kinds if kind in ("done", "error")] == [kinds[-1]]
@@ -375,9 +378,7 @@ def test_reframer_matches_the_event_by_event_composition_however_chunked(
 ) -> None:
     data, chunks = case
     reframer = Reframer(request_id="r", model="m", max_padding=0, max_line_bytes=cap)
-    output = (
-        reframer.start() + b"".join(reframer.feed(chunk) for chunk in chunks) + reframer.finish()
-    )
-    output.decode("utf-8")  # always valid UTF-8
+    output = reframer.start() + "".join(feed(reframer, chunk) for chunk in chunks) + reframer.finish()
+    sent(output)  # always encodes to UTF-8: no lone surrogate
     assert protocol_events(output) == reference(chunks, cap)
     assert protocol_events(output) == reference([data], cap)

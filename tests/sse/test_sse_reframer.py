@@ -1,4 +1,5 @@
-"""The Reframer: upstream bytes in, protocol bytes out."""
+"""The Reframer: upstream text in (bytes decoded first by a caller that holds bytes),
+protocol text out."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import pytest
 
 from sse import NDJSONEncoder, Reframer, SSEEncoder
 from tests.sse.support import (
+    feed,
     ndjson_objects,
     protocol_events,
     run_reframer,
+    sent,
+    text_and_bytes,
     three_ways,
     without_padding,
 )
@@ -22,7 +26,7 @@ MODEL = "@cf/zai-org/glm-4.7-flash"
 USAGE = {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}
 
 
-def native(*texts: str, done: bool = True, usage: bool = True) -> bytes:
+def native(*texts: str, done: bool = True, usage: bool = True) -> str:
     frames = [
         f"data: {json.dumps({'response': t, 'p': 'abcdefgh'[: len(t)]}, ensure_ascii=False)}\n\n"
         for t in texts
@@ -31,10 +35,10 @@ def native(*texts: str, done: bool = True, usage: bool = True) -> bytes:
         frames.append(f"data: {json.dumps({'response': '', 'usage': USAGE})}\n\n")
     if done:
         frames.append("data: [DONE]\n\n")
-    return "".join(frames).encode()
+    return "".join(frames)
 
 
-def openai(*deltas: dict[str, str], finish: str = "stop") -> bytes:
+def openai(*deltas: dict[str, str], finish: str = "stop") -> str:
     def frame(value: object) -> str:
         return f"data: {json.dumps(value)}\n\n"
 
@@ -61,7 +65,7 @@ def openai(*deltas: dict[str, str], finish: str = "stop") -> bytes:
         frame({"id": "c", "object": "chat.completion.chunk", "choices": [], "usage": USAGE})
     )
     frames.append("data: [DONE]\n\n")
-    return "".join(frames).encode()
+    return "".join(frames)
 
 
 def make(**kwargs: Any) -> Reframer:
@@ -70,7 +74,7 @@ def make(**kwargs: Any) -> Reframer:
 
 def test_a_native_stream_becomes_meta_deltas_and_done_however_it_is_split() -> None:
     upstream = native("Hel", "lo \u00e9\u6771", " \U0001f642", "!")
-    for how, chunks in three_ways(upstream):
+    for how, chunks in text_and_bytes(upstream):
         events = without_padding(protocol_events(run_reframer(make, chunks)))
         assert events == [
             ("meta", {"request_id": "req-1", "model": MODEL}),
@@ -92,7 +96,7 @@ def test_an_openai_stream_becomes_reasoning_deltas_and_done_with_finish_reason()
         {"content": "Hi"},
         {"content": " there"},
     )
-    for how, chunks in three_ways(upstream):
+    for how, chunks in text_and_bytes(upstream):
         events = without_padding(protocol_events(run_reframer(make, chunks)))
         assert events == [
             ("meta", {"request_id": "req-1", "model": MODEL}),
@@ -106,23 +110,23 @@ def test_an_openai_stream_becomes_reasoning_deltas_and_done_with_finish_reason()
         ], how
 
 
-def test_several_events_in_one_chunk_come_out_as_one_bytes_object() -> None:
+def test_several_events_in_one_chunk_come_out_as_one_text() -> None:
     reframer = make()
     reframer.start()
     out = reframer.feed(native("a", "b", "c", done=False, usage=False))
-    assert isinstance(out, bytes)
+    assert isinstance(out, str)
     assert [kind for kind, _ in protocol_events(out)] == ["delta", "delta", "delta"]
 
 
-def test_feed_returns_empty_bytes_when_a_chunk_completes_no_event() -> None:
+def test_feed_returns_empty_text_when_a_chunk_completes_no_event() -> None:
     reframer = make()
     reframer.start()
-    assert reframer.feed(b'data: {"response":"a"}\n') == b""
-    assert reframer.feed(b"\n") != b""
+    assert reframer.feed('data: {"response":"a"}\n') == ""
+    assert reframer.feed("\n") != ""
 
 
 def test_an_escaped_response_keeps_its_meaning_and_character_count() -> None:
-    upstream = b'data: {"response":"a\\n\\"\\u00e9\\/"}\n\ndata: [DONE]\n\n'
+    upstream = 'data: {"response":"a\\n\\"\\u00e9\\/"}\n\ndata: [DONE]\n\n'
     for how, chunks in three_ways(upstream):
         events = protocol_events(run_reframer(make, chunks))
         assert events[1][1]["text"] == 'a\n"\u00e9/', how
@@ -131,11 +135,11 @@ def test_an_escaped_response_keeps_its_meaning_and_character_count() -> None:
 
 def test_a_lone_surrogate_escape_upstream_stays_valid_utf8_and_json() -> None:
     for upstream in (
-        b'data: {"response":"x\\ud800"}\n\ndata: [DONE]\n\n',  # the bulk path
-        b'data: {"response":"x\\ud800","usage":null}\n\ndata: [DONE]\n\n',  # the general path
+        'data: {"response":"x\\ud800"}\n\ndata: [DONE]\n\n',  # the bulk path
+        'data: {"response":"x\\ud800","usage":null}\n\ndata: [DONE]\n\n',  # the general path
     ):
         output = run_reframer(make, [upstream])
-        output.decode("utf-8")  # raises if not valid UTF-8
+        sent(output)  # raises if it holds a lone surrogate
         assert protocol_events(output)[1][1]["text"] == "x\ud800"
 
 
@@ -156,38 +160,50 @@ def test_the_stream_without_done_ends_with_upstream_incomplete() -> None:
 
 def test_done_without_its_blank_line_at_eof_is_not_seen() -> None:
     reframer = make()
-    reframer.feed(b'data: {"response":"a"}\n\ndata: [DONE]\n')
+    reframer.feed('data: {"response":"a"}\n\ndata: [DONE]\n')
     assert not reframer.saw_done
     assert protocol_events(reframer.finish())[-1][1]["code"] == "upstream_incomplete"
 
 
-def test_bytes_after_done_are_ignored() -> None:
+def test_input_after_done_is_ignored() -> None:
     reframer = make()
     reframer.start()
-    out = reframer.feed(b'data: [DONE]\n\ndata: {"response":"late"}\n\n')
-    assert out == b""
-    assert reframer.feed(b'data: {"response":"later"}\n\n' + b"x" * 100) == b""
+    out = reframer.feed('data: [DONE]\n\ndata: {"response":"late"}\n\n')
+    assert out == ""
+    assert reframer.feed('data: {"response":"later"}\n\n' + "x" * 100) == ""
+    assert feed(reframer, b'data: {"response":"later"}\n\n\xff') == ""
     events = protocol_events(reframer.finish())
     assert events == [
         ("done", {"finish_reason": None, "usage": None, "chunks": 0, "chars": 0, "skipped": 0})
     ]
 
 
+def test_decode_never_raises_not_even_after_done_and_input_over_a_cap() -> None:
+    # The input after [DONE] is ignored, and so is what it does to the buffer (closed at
+    # the cap), for a caller holding bytes too.
+    reframer = make(max_line_bytes=24)
+    reframer.start()
+    assert reframer.feed("data: [DONE]\n\ndata: " + "x" * 100 + "\n\n") == ""
+    assert reframer.saw_done and not reframer.terminated
+    assert feed(reframer, b"more \xe6") == ""
+    assert [kind for kind, _ in protocol_events(reframer.finish())] == ["done"]
+
+
 def test_events_in_a_chunk_before_done_are_kept_and_those_after_dropped() -> None:
     reframer = make()
     reframer.start()
     out = reframer.feed(
-        b'data: {"response":"a","usage":null}\n\ndata: [DONE]\n\ndata: {"response":"b"}\n\n'
+        'data: {"response":"a","usage":null}\n\ndata: [DONE]\n\ndata: {"response":"b"}\n\n'
     )
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
     assert reframer.saw_done
 
 
 def test_a_line_over_the_cap_ends_the_stream_with_upstream_malformed_after_earlier_deltas() -> None:
-    upstream = b'data: {"response":"ok"}\n\ndata: ' + b"x" * 200 + b"\n\ndata: [DONE]\n\n"
+    upstream = 'data: {"response":"ok"}\n\ndata: ' + "x" * 200 + "\n\ndata: [DONE]\n\n"
     for how, chunks in three_ways(upstream):
         reframer = make(max_line_bytes=64)
-        output = reframer.start() + b"".join(map(reframer.feed, chunks)) + reframer.finish()
+        output = reframer.start() + "".join(map(reframer.feed, chunks)) + reframer.finish()
         assert [kind for kind, _ in protocol_events(output)] == ["meta", "delta", "error"], how
         assert protocol_events(output)[-1][1]["code"] == "upstream_malformed"
         assert reframer.terminated and reframer.last_error_code == "upstream_malformed"
@@ -196,17 +212,17 @@ def test_a_line_over_the_cap_ends_the_stream_with_upstream_malformed_after_earli
 def test_an_unterminated_line_over_the_cap_is_caught_without_waiting_for_its_end() -> None:
     reframer = make(max_line_bytes=10_000)
     reframer.start()
-    outputs = [reframer.feed(b"y" * 1000) for _ in range(12)]
-    assert b"upstream_malformed" in b"".join(outputs)
+    outputs = [reframer.feed("y" * 1000) for _ in range(12)]
+    assert "upstream_malformed" in "".join(outputs)
     assert reframer.terminated
 
 
 def test_an_event_of_endless_data_lines_ends_the_stream_with_upstream_malformed() -> None:
     # Each line is short, so only the event cap stops it: no blank line ever comes.
-    upstream = b'data: {"response":"ok"}\n\n' + b"data: more\n" * 300
+    upstream = 'data: {"response":"ok"}\n\n' + "data: more\n" * 300
     for how, chunks in three_ways(upstream):
         reframer = make(max_event_chars=1000)
-        output = reframer.start() + b"".join(map(reframer.feed, chunks)) + reframer.finish()
+        output = reframer.start() + "".join(map(reframer.feed, chunks)) + reframer.finish()
         assert [kind for kind, _ in protocol_events(output)] == ["meta", "delta", "error"], how
         assert protocol_events(output)[-1][1]["code"] == "upstream_malformed"
 
@@ -214,28 +230,29 @@ def test_an_event_of_endless_data_lines_ends_the_stream_with_upstream_malformed(
 @pytest.mark.parametrize(
     ("before", "skipped"),
     [
-        pytest.param(b"x" * 101, 0, id="pending-line"),
-        pytest.param(b"data: " + b"x" * 101 + b"\n", 1, id="pending-data"),
-        pytest.param(b"event: " + b"e" * 101 + b"\n", 1, id="pending-event-type"),
+        pytest.param("x" * 101, 0, id="pending-line"),
+        pytest.param("data: " + "x" * 101 + "\n", 1, id="pending-data"),
+        pytest.param("event: " + "e" * 101 + "\n", 1, id="pending-event-type"),
     ],
 )
 def test_a_native_frame_after_parser_state_is_read_as_part_of_that_state(
-    before: bytes, skipped: int
+    before: str, skipped: int
 ) -> None:
     # Text the Reframer carries past a quarter of the cap goes to the parser, which may
     # then hold a partial line, data or an event type; the next block continues them,
     # whatever it looks like, so it must go through the parser, not the fast path.
     reframer = make(max_line_bytes=400)
     reframer.start()
-    assert reframer.feed(before) == b""
-    assert reframer.feed(b'data: {"response":"a"}\n\n') == b""
+    assert reframer.feed(before) == ""
+    assert reframer.feed_whole_event('data: {"response":"a"}\n\n') is None, "an event is pending"
+    assert reframer.feed('data: {"response":"a"}\n\n') == ""
     assert (reframer.stats.deltas, reframer.stats.skipped) == (0, skipped)
 
 
 def test_frames_with_empty_text_emit_nothing_on_the_fast_path_either() -> None:
     reframer = make()
     reframer.start()
-    out = reframer.feed(b'data: {"response":"","p":"ab"}\n\ndata: {"response":"a","p":"x"}\n\n')
+    out = reframer.feed('data: {"response":"","p":"ab"}\n\ndata: {"response":"a","p":"x"}\n\n')
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
     assert reframer.stats.deltas == 1
 
@@ -243,10 +260,10 @@ def test_frames_with_empty_text_emit_nothing_on_the_fast_path_either() -> None:
 def test_ping_is_a_comment_in_sse_and_an_object_in_ndjson() -> None:
     sse = make()
     sse.start()
-    assert sse.ping() == b": ping\n\n"
+    assert sse.ping() == ": ping\n\n"
     ndjson = make(encoder=NDJSONEncoder())
     ndjson.start()
-    assert ndjson.ping() == b'{"type":"ping"}\n'
+    assert ndjson.ping() == '{"type":"ping"}\n'
 
 
 def test_the_first_output_of_any_kind_starts_with_meta() -> None:
@@ -255,31 +272,33 @@ def test_the_first_output_of_any_kind_starts_with_meta() -> None:
         if first == "ping":
             output = reframer.ping()
         elif first == "feed":
-            output = reframer.feed(b'data: {"response":"a"}\n\n')
+            output = reframer.feed('data: {"response":"a"}\n\n')
         elif first == "finish":
             output = reframer.finish()
         else:
             output = reframer.fail("upstream_timeout")
-        assert output.startswith(b"event: meta\n"), first
-        assert reframer.start() == b"", first
+        assert output.startswith("event: meta\n"), first
+        assert reframer.start() == "", first
 
 
 def test_start_twice_sends_meta_once() -> None:
     reframer = make()
-    assert reframer.start().startswith(b"event: meta")
-    assert reframer.start() == b""
+    assert reframer.start().startswith("event: meta")
+    assert reframer.start() == ""
 
 
-def test_after_the_terminal_frame_every_method_returns_empty_bytes() -> None:
+def test_after_the_terminal_frame_every_method_returns_empty_text() -> None:
     reframer = make()
     reframer.start()
     assert reframer.fail("generation_failed")
     assert reframer.terminated
-    assert reframer.feed(native("a")) == b""
-    assert reframer.ping() == b""
-    assert reframer.finish() == b""
-    assert reframer.fail("internal_error") == b""
-    assert reframer.start() == b""
+    assert reframer.feed(native("a")) == ""
+    assert reframer.feed_whole_event('data: {"response":"a"}\n\n') is None
+    assert reframer.decode(b"data: \xe6") == ""
+    assert reframer.ping() == ""
+    assert reframer.finish() == ""
+    assert reframer.fail("internal_error") == ""
+    assert reframer.start() == ""
     assert reframer.last_error_code == "generation_failed"
 
 
@@ -315,13 +334,13 @@ def test_an_unexpected_failure_inside_feed_becomes_internal_error_not_an_excepti
     output = reframer.feed(native("a"))
     assert protocol_events(output)[-1][1]["code"] == "internal_error"
     assert isinstance(reframer.exception, RuntimeError)
-    assert b"boom" not in output
+    assert "boom" not in output
 
 
 def test_non_message_events_are_skipped_and_counted() -> None:
     upstream = (
-        b'event: error\ndata: {"response":"x"}\n\ndata: nonsense\n\n'
-        b'data: {"response":"a"}\n\ndata: [DONE]\n\n'
+        'event: error\ndata: {"response":"x"}\n\ndata: nonsense\n\n'
+        'data: {"response":"a"}\n\ndata: [DONE]\n\n'
     )
     reframer = make()
     output = run_reframer(lambda: reframer, [upstream])
@@ -331,12 +350,12 @@ def test_non_message_events_are_skipped_and_counted() -> None:
 
 def test_stats_report_chunks_chars_reasoning_usage_and_tool_calls() -> None:
     upstream = (
-        b'data: {"choices":[{"delta":{"reasoning_content":"abc"}}]}\n\n'
-        b'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n'
-        b'data: {"response":"","tool_calls":[{"name":"f"}]}\n\n'
-        b'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":'
-        + json.dumps(USAGE).encode()
-        + b"}\n\n"
+        'data: {"choices":[{"delta":{"reasoning_content":"abc"}}]}\n\n'
+        'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\n'
+        'data: {"response":"","tool_calls":[{"name":"f"}]}\n\n'
+        'data: {"choices":[{"delta":{},"finish_reason":"tool_calls"}],"usage":'
+        + json.dumps(USAGE)
+        + "}\n\n"
     )
     reframer = make()
     run_reframer(lambda: reframer, [upstream], finish=False)
@@ -407,9 +426,9 @@ def test_max_padding_outside_its_range_is_refused(bad: int) -> None:
 
 def test_two_reframers_share_no_state() -> None:
     first, second = make(), make()
-    first.feed(b'data: {"response":"a","p"')
-    second.feed(b'data: {"response":"b"}\n\n')
-    out = first.feed(b':"x"}\n\n')
+    first.feed('data: {"response":"a","p"')
+    second.feed('data: {"response":"b"}\n\n')
+    out = first.feed(':"x"}\n\n')
     assert without_padding(protocol_events(out)) == [("delta", {"text": "a"})]
     assert first.stats.deltas == second.stats.deltas == 1
 
@@ -423,9 +442,9 @@ def test_a_finished_reframer_holds_no_upstream_text_and_is_freed_without_the_cyc
         for ending in ("finish", "fail"):
             reframer = make()
             reframer.start()
-            reframer.feed(b'data: {"response":"a"}\n\ndata: ' + "\U0001f680".encode() * 10_000)
+            reframer.feed('data: {"response":"a"}\n\ndata: ' + "\U0001f680" * 10_000)
             getattr(reframer, ending)(*(("upstream_timeout",) if ending == "fail" else ()))
-            assert reframer.feed(b"\n\n") == b""
+            assert reframer.feed("\n\n") == ""
             collected = weakref.ref(reframer)
             del reframer
             assert collected() is None, f"a reference cycle keeps a Reframer after {ending}()"

@@ -18,23 +18,25 @@ from sse import (
     UIMessageStreamEncoder,
     parse_event_id,
 )
+from tests.sse.support import sent
 
 UPSTREAM = (
-    b'data: {"response":"Hel"}\n\n'
-    b'data: {"response":"lo \\"you\\"\\n"}\n\n'
-    b'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n'
-    b"data: [DONE]\n\n"
+    'data: {"response":"Hel"}\n\n'
+    'data: {"response":"lo \\"you\\"\\n"}\n\n'
+    'data: {"response":"","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}\n\n'
+    "data: [DONE]\n\n"
 )
 
 
 def reframed(encoder: SSEEncoder | NDJSONEncoder | UIMessageStreamEncoder, chunk_size: int) -> bytes:
+    """The frames as sent: UTF-8."""
     reframer = Reframer(request_id="r1", model="m", encoder=encoder, rng=random.Random(7), stream_id="s1")
     out = [reframer.start(), reframer.ping()]
     for start in range(0, len(UPSTREAM), chunk_size):
         out.append(reframer.feed(UPSTREAM[start : start + chunk_size]))
         out.append(reframer.ping())
     out.append(reframer.finish())
-    return b"".join(out)
+    return sent("".join(out))
 
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 1000])
@@ -130,9 +132,9 @@ def test_a_delta_of_an_upstream_event_at_its_cap_is_numbered_whole(body: str) ->
     # The upstream's caps bound what the Reframer reads; its frame of that is longer (the
     # JSON around it, the padding) and must still be read back whole.
     reframer = Reframer(request_id="r", model="m", stream_id="s", max_padding=255)
-    upstream = ('data: {"response":"' + body + '"}\n\ndata: [DONE]\n\n').encode()
-    assert len(upstream.split(b"\n")[0]) < 256 * 1024, "within the upstream line cap"
+    upstream = 'data: {"response":"' + body + '"}\n\ndata: [DONE]\n\n'
+    assert len(upstream.split("\n")[0].encode()) < 256 * 1024, "within the upstream line cap"
     frames = reframer.start() + reframer.feed(upstream) + reframer.finish()
-    events = EventNumberer().number(frames)
+    events = EventNumberer().number(sent(frames))
     assert [event.type for event in events] == ["meta", "delta", "done"]
     assert json.loads(events[1].data)["text"] == json.loads(f'"{body}"')

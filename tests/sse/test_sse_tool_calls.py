@@ -20,7 +20,7 @@ from sse import (
     SSEEncoder,
     UIMessageStreamEncoder,
 )
-from tests.sse.support import ndjson_objects, protocol_events
+from tests.sse.support import feed, ndjson_objects, protocol_events, sent
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
@@ -56,7 +56,7 @@ TWO_CALLS = [
 
 def sse(frames: list[str], **options: Any) -> tuple[list[tuple[str, dict[str, Any]]], Reframer]:
     reframer = Reframer(request_id="r", model="m", max_padding=0, **options)
-    out = reframer.start() + b"".join(reframer.feed(frame.encode()) for frame in frames) + reframer.finish()
+    out = reframer.start() + "".join(reframer.feed(frame) for frame in frames) + reframer.finish()
     return protocol_events(out), reframer
 
 
@@ -76,12 +76,12 @@ def test_fragments_become_a_start_the_pieces_and_the_whole_call():
 def test_a_call_is_complete_as_soon_as_the_next_starts_or_the_finish_reason_comes():
     reframer = Reframer(request_id="r", model="m", max_padding=0)
     reframer.start()
-    outputs = [reframer.feed(frame.encode()).decode() for frame in TWO_CALLS]
+    outputs = [reframer.feed(frame) for frame in TWO_CALLS]
     # The first call is whole when the second starts; the second when the finish chunk
     # arrives, before [DONE] and before the stream closes.
     assert "event: tool_call\n" in outputs[5] and '"call_a"' in outputs[5]
     assert "event: tool_call\n" in outputs[6] and '"call_b"' in outputs[6]
-    assert reframer.saw_done and "event: done" in reframer.finish().decode()
+    assert reframer.saw_done and "event: done" in reframer.finish()
 
 
 def test_parallel_calls_sent_at_one_index_with_their_own_ids_stay_apart():
@@ -102,11 +102,11 @@ def test_the_null_finalization_entry_completes_the_call_before_it():
     final = 'data: {"tool_calls":[{"id":null,"type":null,"function":{"name":null,"arguments":""}}]}\n\n'
     reframer = Reframer(request_id="r", model="m", max_padding=0)
     reframer.start()
-    reframer.feed(start(0, "call_a", "read", '{"file":"a.txt"}').encode())
-    out = reframer.feed(final.encode()).decode()
+    reframer.feed(start(0, "call_a", "read", '{"file":"a.txt"}'))
+    out = reframer.feed(final)
     assert "event: tool_call\n" in out
-    reframer.feed(DONE.encode())
-    assert reframer.finish().decode().startswith("event: done")
+    reframer.feed(DONE)
+    assert reframer.finish().startswith("event: done")
 
 
 def test_native_calls_come_whole_with_object_arguments_and_get_an_id_when_they_have_none():
@@ -209,7 +209,7 @@ def test_many_calls_of_large_arguments_end_the_answer_at_the_per_answer_bound():
 
 def test_a_stream_cut_mid_call_is_an_error_never_a_complete_call():
     reframer = Reframer(request_id="r", model="m", max_padding=0)
-    out = reframer.start() + reframer.feed(start(0, "c", "f", '{"x":').encode()) + reframer.finish()
+    out = reframer.start() + reframer.feed(start(0, "c", "f", '{"x":')) + reframer.finish()
     kinds = [kind for kind, _ in protocol_events(out)]
     assert "tool_call" not in kinds and kinds[-1] == "error"
 
@@ -217,7 +217,7 @@ def test_a_stream_cut_mid_call_is_an_error_never_a_complete_call():
 def test_openai_collected_answer_has_tool_calls_and_null_content():
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=OpenAICompletionEncoder(created=1))
     frames = [start(0, "call_a", "f", '{"x":1}'), FINISH, DONE]
-    out = reframer.start() + b"".join(reframer.feed(f.encode()) for f in frames) + reframer.finish()
+    out = reframer.start() + "".join(reframer.feed(f) for f in frames) + reframer.finish()
     choice = json.loads(out)["choices"][0]
     assert choice["finish_reason"] == "tool_calls"
     assert choice["message"]["content"] is None
@@ -227,7 +227,7 @@ def test_openai_collected_answer_has_tool_calls_and_null_content():
 def test_ui_stream_sends_input_error_with_the_raw_arguments():
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=UIMessageStreamEncoder())
     frames = [start(0, "call_a", "f", "{broken"), FINISH, DONE]
-    out = (reframer.start() + b"".join(reframer.feed(f.encode()) for f in frames) + reframer.finish()).decode()
+    out = reframer.start() + "".join(reframer.feed(f) for f in frames) + reframer.finish()
     chunks = [json.loads(line[6:]) for line in out.split("\n") if line.startswith("data: {")]
     error = next(c for c in chunks if c["type"] == "tool-input-error")
     assert error["input"] == "{broken" and error["toolName"] == "f" and error["toolCallId"] == "call_a"
@@ -251,32 +251,37 @@ NATIVE = [
 ]
 
 
-def reframed(encoding: str, data: bytes, cuts: list[int]) -> bytes:
+def reframed(encoding: str, data: str | bytes, cuts: list[int]) -> str:
+    """Bytes are cut anywhere, inside characters too, and decoded by the Reframer."""
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=ENCODINGS[encoding]())
     pieces = [reframer.start()]
     bounds = [0, *sorted(set(cuts)), len(data)]
-    pieces += [reframer.feed(data[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    pieces += [feed(reframer, data[a:b]) for a, b in zip(bounds, bounds[1:], strict=False)]
     pieces.append(reframer.finish())
-    return b"".join(pieces)
+    return "".join(pieces)
 
 
 @given(
     st.sampled_from(sorted(ENCODINGS)),
     st.sampled_from(["openai", "native"]),
+    st.booleans(),
     st.data(),
 )
-def test_any_chunking_of_a_tool_call_stream_gives_the_same_output_in_every_encoding(encoding: str, framing: str, data: Any):
-    stream = "".join(TWO_CALLS if framing == "openai" else NATIVE).encode()
+def test_any_chunking_of_a_tool_call_stream_gives_the_same_output_in_every_encoding(
+    encoding: str, framing: str, as_bytes: bool, data: Any
+):
+    text_stream = "".join(TWO_CALLS if framing == "openai" else NATIVE)
+    stream: str | bytes = text_stream.encode() if as_bytes else text_stream
     cuts = data.draw(st.lists(st.integers(min_value=1, max_value=len(stream) - 1), max_size=30))
-    whole = reframed(encoding, stream, [])
+    whole = reframed(encoding, text_stream, [])
     assert reframed(encoding, stream, cuts) == whole
-    text = whole.decode()
+    text = sent(whole).decode()
     assert ("tool_calls" in text) or ("tool-input" in text) or ("tool_call" in text)
 
 
 def test_ndjson_carries_the_same_tool_events_as_sse():
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=NDJSONEncoder())
-    out = reframer.start() + b"".join(reframer.feed(f.encode()) for f in TWO_CALLS) + reframer.finish()
+    out = reframer.start() + "".join(reframer.feed(f) for f in TWO_CALLS) + reframer.finish()
     ndjson = [(obj.pop("type"), obj) for obj in ndjson_objects(out)]
     assert ndjson == sse(TWO_CALLS)[0]
 
@@ -285,7 +290,7 @@ def test_an_answer_that_continues_a_ui_message_names_it_in_start_and_keeps_its_o
     # After a tool's result the SDK appends the answer to the message that made the call:
     # `start` must name that message, whatever characters its id has.
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=UIMessageStreamEncoder(message_id='msg"1\\'))
-    out = (reframer.start() + reframer.feed(b'data: {"response":"hi"}\n\ndata: [DONE]\n\n') + reframer.finish()).decode()
+    out = reframer.start() + reframer.feed('data: {"response":"hi"}\n\ndata: [DONE]\n\n') + reframer.finish()
     chunks = [json.loads(line[6:]) for line in out.split("\n") if line.startswith("data: {")]
     assert chunks[0]["type"] == "start" and chunks[0]["messageId"] == 'msg"1\\'
     assert [c["id"] for c in chunks if c["type"] == "text-start"] == ["r-1"]
@@ -314,15 +319,15 @@ def test_a_null_entry_with_an_index_also_completes_the_call():
     final = chunk({"tool_calls": [{"index": 0, "id": None, "type": None, "function": {"name": None, "arguments": ""}}]})
     reframer = Reframer(request_id="r", model="m", max_padding=0)
     reframer.start()
-    reframer.feed(start(0, "call_a", "read", "{}").encode())
-    assert "event: tool_call\n" in reframer.feed(final.encode()).decode()
+    reframer.feed(start(0, "call_a", "read", "{}"))
+    assert "event: tool_call\n" in reframer.feed(final)
 
 
 def test_text_after_a_call_completes_it_at_once():
     reframer = Reframer(request_id="r", model="m", max_padding=0)
     reframer.start()
-    reframer.feed(start(0, "call_a", "f", '{"x":1}').encode())
-    out = reframer.feed(chunk({"content": "Now I wait."}).encode()).decode()
+    reframer.feed(start(0, "call_a", "f", '{"x":1}'))
+    out = reframer.feed(chunk({"content": "Now I wait."}))
     assert "event: tool_call\n" in out and "event: delta" in out
 
 
@@ -331,7 +336,7 @@ def test_a_stop_sequence_after_a_call_keeps_the_call_and_says_tool_calls(collect
     encoder = OpenAICompletionEncoder(created=1) if collected else OpenAIChunkEncoder(created=1)
     reframer = Reframer(request_id="r", model="m", max_padding=0, encoder=encoder, stop=["STOP"])
     frames = [start(0, "c1", "f", '{"a":'), chunk({"content": "done. STOP here"}), FINISH, DONE]
-    out = (reframer.start() + b"".join(reframer.feed(f.encode()) for f in frames) + reframer.finish()).decode()
+    out = reframer.start() + "".join(reframer.feed(f) for f in frames) + reframer.finish()
     if collected:
         choice = json.loads(out)["choices"][0]
         assert choice["finish_reason"] == "tool_calls"

@@ -6,7 +6,7 @@ import json
 import random
 
 from sse import Reframer, UIMessageStreamEncoder
-from tests.sse.support import stats
+from tests.sse.support import sent, stats
 
 
 def chunks_of(text: str) -> list[object]:
@@ -22,14 +22,15 @@ def chunks_of(text: str) -> list[object]:
     return out
 
 
-def reframe(upstream: bytes, finish: bool = True) -> list[object]:
+def reframe(upstream: str, finish: bool = True) -> list[object]:
     reframer = Reframer(request_id="r1", model="m", encoder=UIMessageStreamEncoder(), rng=random.Random(1))
-    text = (reframer.start() + reframer.feed(upstream) + (reframer.finish() if finish else reframer.fail("generation_failed"))).decode()
+    text = reframer.start() + reframer.feed(upstream) + (reframer.finish() if finish else reframer.fail("generation_failed"))
+    sent(text)
     return chunks_of(text)
 
 
 def test_text_is_one_part_between_start_and_finish_then_done():
-    chunks = reframe(b'data: {"response":"Hel"}\n\ndata: {"response":"lo"}\n\ndata: [DONE]\n\n')
+    chunks = reframe('data: {"response":"Hel"}\n\ndata: {"response":"lo"}\n\ndata: [DONE]\n\n')
     types = [c["type"] if isinstance(c, dict) else c for c in chunks]
     assert types == ["start", "start-step", "text-start", "text-delta", "text-delta", "text-end", "finish-step", "finish", "[DONE]"]
     assert chunks[0]["messageId"] == "r1"
@@ -40,9 +41,9 @@ def test_text_is_one_part_between_start_and_finish_then_done():
 
 def test_reasoning_and_text_are_separate_parts_in_order():
     upstream = (
-        b'data: {"choices":[{"delta":{"reasoning_content":"think"}}]}\n\n'
-        b'data: {"choices":[{"delta":{"content":"answer"},"finish_reason":"stop"}]}\n\n'
-        b"data: [DONE]\n\n"
+        'data: {"choices":[{"delta":{"reasoning_content":"think"}}]}\n\n'
+        'data: {"choices":[{"delta":{"content":"answer"},"finish_reason":"stop"}]}\n\n'
+        "data: [DONE]\n\n"
     )
     chunks = [c for c in reframe(upstream) if isinstance(c, dict)]
     types = [c["type"] for c in chunks]
@@ -53,7 +54,7 @@ def test_reasoning_and_text_are_separate_parts_in_order():
 
 
 def test_failure_closes_the_open_part_and_sends_a_generic_error_without_finish():
-    chunks = reframe(b'data: {"response":"partial"}\n\n', finish=False)
+    chunks = reframe('data: {"response":"partial"}\n\n', finish=False)
     types = [c["type"] if isinstance(c, dict) else c for c in chunks]
     assert types == ["start", "start-step", "text-start", "text-delta", "text-end", "error", "[DONE]"]
     assert "generation_failed" in chunks[5]["errorText"]

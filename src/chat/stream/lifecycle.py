@@ -65,7 +65,9 @@ class StreamLifecycle:
             return self._any_text(text, now)
         # One event of model text, the commonest input: the stream goes on.
         self._model_events += 1
-        self._last_model_output = self._last_sent = now
+        self._last_model_output = now
+        if out:  # a collecting encoder sends nothing until the end
+            self._last_sent = now
         self._behind_since = None  # a chunk got through, so the client had made room for it
         if self._first_delta_at is None and self._reframer.deltas:
             self._first_delta_at = now

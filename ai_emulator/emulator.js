@@ -569,15 +569,25 @@ async function* scriptedChunks(inputs, script) {
   }
 }
 
-function streamFrom(chunks, context) {
+// `ctx` is the run() call's: held (waitUntil) until the stream ends, fails or is cancelled.
+// Without the hold, a cancel that comes after the consumer's request which made this call
+// has ended (a Durable Object's first request, a request's waitUntil) often never reaches
+// cancel() below: workerd abandons the stream mid-pull, so generation stops, but nothing
+// logs it. Seen with the pinned workerd 1.20261117.1 (2026-12-01): bench/rpc_stream_cancel/
+// in workerd alone (31-51 of 100 cancels arrived), and 41-63 of 100 resumable stops in
+// tests/runtime/test_stops_under_load.py; with the hold, 100 of 100.
+function streamFrom(chunks, context, ctx) {
   let pulls = 0;
   let bytes = 0;
+  let settle;
+  ctx.waitUntil(new Promise((resolve) => { settle = resolve; }));
   return new ReadableStream({
     async pull(controller) {
       try {
         const { value, done } = await chunks.next();
         if (done) {
           log({ event: "ai_upstream_finished", ...context, pulls, bytes });
+          settle();
           controller.close();
           return;
         }
@@ -586,11 +596,13 @@ function streamFrom(chunks, context) {
         controller.enqueue(value);
       } catch (error) {
         log({ event: "ai_upstream_errored", ...context, pulls, bytes });
+        settle();
         controller.error(error);
       }
     },
     async cancel() {
       log({ event: "ai_upstream_cancelled", ...context, pulls, bytes });
+      settle();
       await chunks.return();
     },
   }, { highWaterMark: 0 });
@@ -798,7 +810,7 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling), settings };
     if (inputs?.stream) {
       const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(reply, entry.id, framing, entry.reasoning?.field);
-      const stream = streamFrom(chunks, context);
+      const stream = streamFrom(chunks, context, this.ctx);
       return canError(script) ? nativeStream(stream, this.ctx) : stream;
     }
     let response = "";

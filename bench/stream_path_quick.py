@@ -5,12 +5,15 @@ alone), for trying a change to the relay before a full `make bench`:
     python bench/stream_path_quick.py cpu --only python,js --base ../other/src/entry.py  # an A/B
     python bench/stream_path_quick.py cpu --only python,resumable --base ../other/src/entry.py --base-paths python,resumable
     python bench/stream_path_quick.py cpu --pace 50 --tokens 200 --streams 10  # a model's pace, not flat out
-    python bench/stream_path_quick.py latency            # added latency per token
+    python bench/stream_path_quick.py latency [--resumable] [--pace 40]  # added latency per token
     python bench/stream_path_quick.py alloc [--frames 1] # V8 heap bytes allocated per token
 
 `cpu` prints the median over 3 runs of 30 streams of Python /api/chat, its /api/chat/raw
-(the floor) and the JS re-framer anchor, measured in one run. `latency` compares
-/api/chat with /api/chat/raw on 4 paced conversations of 120 stamped tokens. `alloc` sums
+(the floor) and the JS re-framer anchor, measured in one run; for a resumable path also
+what storing one answer cost (the object's `chat_resumable_stored` record: events, bytes
+of database, statements, rows written). `latency` compares /api/chat (and with
+`--resumable` a resumable answer's first reader) with /api/chat/raw on 4 paced
+conversations of 120 stamped tokens. `alloc` sums
 V8's own count of bytes allocated on each isolate's heap (`--trace-gc-nvp`: "allocated"
 since the previous GC) over 30 answers, for the Worker's isolate only (the emulator's is
 told apart as the one that allocates on the pass-through route too); Pyodide's wasm

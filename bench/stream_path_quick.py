@@ -3,12 +3,17 @@ alone), for trying a change to the relay before a full `make bench`:
 
     python bench/stream_path_quick.py cpu [--frames 1]   # CPU per 1,000-token answer
     python bench/stream_path_quick.py cpu --only python,js --base ../other/src/entry.py  # an A/B
-    python bench/stream_path_quick.py latency            # added latency per token
+    python bench/stream_path_quick.py cpu --only python,resumable --base ../other/src/entry.py --base-paths python,resumable
+    python bench/stream_path_quick.py cpu --pace 50 --tokens 200 --streams 10  # a model's pace, not flat out
+    python bench/stream_path_quick.py latency [--resumable] [--pace 40]  # added latency per token
     python bench/stream_path_quick.py alloc [--frames 1] # V8 heap bytes allocated per token
 
 `cpu` prints the median over 3 runs of 30 streams of Python /api/chat, its /api/chat/raw
-(the floor) and the JS re-framer anchor, measured in one run. `latency` compares
-/api/chat with /api/chat/raw on 4 paced conversations of 120 stamped tokens. `alloc` sums
+(the floor) and the JS re-framer anchor, measured in one run; for a resumable path also
+what storing one answer cost (the object's `chat_resumable_stored` record: events, bytes
+of database, statements, rows written). `latency` compares /api/chat (and with
+`--resumable` a resumable answer's first reader) with /api/chat/raw on 4 paced
+conversations of 120 stamped tokens. `alloc` sums
 V8's own count of bytes allocated on each isolate's heap (`--trace-gc-nvp`: "allocated"
 since the previous GC) over 30 answers, for the Worker's isolate only (the emulator's is
 told apart as the one that allocates on the pass-through route too); Pyodide's wasm
@@ -24,6 +29,7 @@ import re
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -39,13 +45,16 @@ CPU_PATHS = ("python", "raw", "js", "resumable")
 
 
 def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, base: str | None = None,
-        framing: str | None = None) -> None:
-    """`base`: another checkout's src/entry.py, measured as "base" beside this one's
-    (an A/B of a change to the relay in one run). `framing`: "native" or "openai" for
-    every model; None: the default model's own (the catalog's)."""
+        base_paths: tuple[str, ...] = ("python",), framing: str | None = None, streams: int = STREAMS,
+        pace: float = 0, tokens: int = 1000) -> None:
+    """`base`: another checkout's src/entry.py, measured beside this one's (an A/B of a
+    change in one run) on `base_paths` of its own: "python" as "base" (its /api/chat),
+    "resumable" as "base-resumable". `framing`: "native" or "openai" for every model;
+    None: the default model's own (the catalog's). `pace`: the emulator's tokens per
+    second (0: as fast as it can), for answers of `tokens` tokens; figures are per 1,000."""
 
     def options(main: str | None = None) -> RuntimeOptions:
-        return RuntimeOptions(ai_pace=0, ai_reply_tokens=1000, ai_frames_per_chunk=frames, main=main, workerd_direct=True,
+        return RuntimeOptions(ai_pace=pace, ai_reply_tokens=tokens, ai_frames_per_chunk=frames, main=main, workerd_direct=True,
                               ai_format=framing)
 
     python, js = LocalRuntime(options()), LocalRuntime(options(JS_REFRAMER))
@@ -55,7 +64,10 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
     paths = {name: path for name, path in paths.items() if name in only}
     if base is not None:
         runtimes.append(LocalRuntime(options(base)))
-        paths["base"] = (runtimes[-1], "/api/chat")
+        base_routes = {"python": ("base", "/api/chat"), "resumable": ("base-resumable", "/api/chat?resumable")}
+        for name in base_paths:
+            label, route = base_routes[name]
+            paths[label] = (runtimes[-1], route)
 
     async def run(runtime: LocalRuntime, route: str, count: int) -> None:
         path, _, flag = route.partition("?")
@@ -69,37 +81,62 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
             runtime.start()
         for runtime, path in paths.values():
             asyncio.run(run(runtime, path, WARM_UP))
+        marks = [len(runtime.lines) for runtime in runtimes]
         for _ in range(repeats):
             for name, (runtime, path) in paths.items():
                 before = workerd_cpu_seconds(runtime)
-                asyncio.run(run(runtime, path, STREAMS))
-                samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / STREAMS)
+                asyncio.run(run(runtime, path, streams))
+                samples[name].append(1000 * (workerd_cpu_seconds(runtime) - before) / streams * 1000 / tokens)
+        stored = {name: stored_records(runtime, marks[runtimes.index(runtime)], repeats * streams)
+                  for name, (runtime, path) in paths.items() if path.endswith("?resumable")}
     finally:
         for runtime in runtimes:
             runtime.stop()
     median = {name: statistics.median(values) for name, values in samples.items()}
+    answers = f"{tokens}-token answers" + (f" at {pace:g} tokens/s" if pace else "")
     print(f"{frames} frame(s) per chunk, {framing or 'the default model'}'s framing, "
-          f"CPU ms per 1,000-token answer (median of {repeats} runs of {STREAMS}):")
+          f"CPU ms per 1,000 tokens (median of {repeats} runs of {streams} {answers}):")
     for name, values in samples.items():
-        print(f"  {name:9} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
+        print(f"  {name:14} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
     if "python" in median and "raw" in median:
         print(f"  python above raw {median['python'] - median['raw']:.1f}")
     for name in ("python", "base"):
         if name in median and "js" in median:
             print(f"  {name}/js {median[name] / median['js']:.2f}x")
+    for name, records in stored.items():
+        # What storing one answer cost (the object's own record of it): medians per answer.
+        fields = ("events", "storage_bytes", "statements", "rows_written")
+        found = {field: statistics.median(r[field] for r in records) for field in fields if all(field in r for r in records)}
+        print(f"  {name} storage per answer ({len(records)} answers): " + ", ".join(f"{k} {v:,.0f}" for k, v in found.items()))
+    # The resumable path against the direct one of the same checkout, run by run and as medians.
+    for resumable, direct in (("resumable", "python"), ("base-resumable", "base")):
+        if resumable in samples and direct in samples:
+            ratios = [r / d for r, d in zip(samples[resumable], samples[direct], strict=True)]
+            print(f"  {resumable}/{direct} {median[resumable] / median[direct]:.2f}x   runs: "
+                  f"{', '.join(f'{v:.2f}' for v in ratios)}")
 
 
-def latency() -> None:
-    runtime = LocalRuntime(RuntimeOptions(ai_pace=40, ai_reply_tokens=120, ai_frames_per_chunk=1, ai_stamp_tokens=True,
+def stored_records(runtime: LocalRuntime, since: int, count: int) -> list[dict[str, Any]]:
+    """The `chat_resumable_stored` records of the answers measured (they arrive shortly
+    after each answer's end)."""
+    return runtime.wait_for_count("chat_resumable_stored", count, since=since, timeout=10)
+
+
+def latency(*, pace: float = 40, resumable: bool = False) -> None:
+    """`resumable`: also a resumable answer's first reader (the Durable Object's path)."""
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=pace, ai_reply_tokens=120, ai_frames_per_chunk=1, ai_stamp_tokens=True,
                                           workerd_direct=True)).start()
+    routes = ["/api/chat", "/api/chat/raw", *(["/api/chat?resumable"] if resumable else [])]
 
     async def run() -> dict[str, list[float]]:
-        found: dict[str, list[float]] = {"/api/chat": [], "/api/chat/raw": []}
+        found: dict[str, list[float]] = {route: [] for route in routes}
         async with httpx.AsyncClient(timeout=120) as client:
             await token_latencies(client, runtime.url, "/api/chat", conversation(0))  # warm-up
             for i in range(4):
-                for path, values in found.items():
-                    values += (await token_latencies(client, runtime.url, path, conversation(i)))[0]
+                for route, values in found.items():
+                    path, _, flag = route.partition("?")
+                    payload = {**conversation(i), **({flag: True} if flag else {})}
+                    values += (await token_latencies(client, runtime.url, path, payload))[0]
         return found
 
     try:
@@ -107,8 +144,13 @@ def latency() -> None:
     finally:
         runtime.stop()
     chat, raw = found["/api/chat"], found["/api/chat/raw"]
-    print(f"tokens: {len(chat)} each; added by re-framing: "
+    print(f"tokens: {len(chat)} each at {pace:g} tokens/s; added by re-framing: "
           f"p50 {percentile(chat, 50) - percentile(raw, 50):.2f} ms, p99 {percentile(chat, 99) - percentile(raw, 99):.2f} ms")
+    if resumable:
+        kept = found["/api/chat?resumable"]
+        print(f"resumable ({len(kept)} tokens), added to the raw route's: p50 {percentile(kept, 50) - percentile(raw, 50):.2f} ms, "
+              f"p99 {percentile(kept, 99) - percentile(raw, 99):.2f} ms; to /api/chat's: "
+              f"p50 {percentile(kept, 50) - percentile(chat, 50):.2f} ms, p99 {percentile(kept, 99) - percentile(chat, 99):.2f} ms")
 
 
 GC_LINE = re.compile(r"^\[\d+:(0x[0-9a-f]+)[^\]]*\].*GC: (\{.*\})")
@@ -169,13 +211,24 @@ def main() -> None:
     parser.add_argument("--framing", choices=("native", "openai"), default=None,
                         help="the emulator's framing for every model (cpu; default: the default model's own)")
     parser.add_argument("--base", help="another checkout's src/entry.py, measured beside this one as 'base' (cpu)")
+    parser.add_argument("--base-paths", default="python",
+                        help="comma-separated paths of --base to measure: python ('base'), resumable ('base-resumable') (cpu)")
+    parser.add_argument("--streams", type=int, default=STREAMS, help="answers per run and path (cpu)")
+    parser.add_argument("--pace", type=float, default=None,
+                        help="the emulator's tokens per second (cpu: default 0, unpaced; latency: default 40)")
+    parser.add_argument("--resumable", action="store_true", help="also a resumable answer's first reader (latency)")
+    parser.add_argument("--tokens", type=int, default=1000, help="tokens per answer (cpu)")
     args = parser.parse_args()
     if args.what == "cpu":
-        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base, framing=args.framing)
+        base_paths = tuple(args.base_paths.split(","))
+        if unknown := set(base_paths) - {"python", "resumable"}:
+            parser.error(f"--base-paths: unknown {', '.join(sorted(unknown))}")
+        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base, base_paths=base_paths,
+            framing=args.framing, streams=args.streams, pace=args.pace or 0, tokens=args.tokens)
     elif args.what == "alloc":
         alloc(args.frames)
     else:
-        latency()
+        latency(pace=40 if args.pace is None else args.pace, resumable=args.resumable)
 
 
 if __name__ == "__main__":

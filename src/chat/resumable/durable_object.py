@@ -8,15 +8,20 @@ This module is glue: what happens when is decided by the answer's state machine
 
 The answer is made exactly as on /api/chat: the model stream goes through a StreamRelay
 (so the lifecycle's rules, pings aside, are the same), but the relay's output goes to a
-sink here instead of to one client. The sink numbers each event (sse.EventNumberer),
-stores it and wakes the readers waiting for it. The object's alarm is its heartbeat while
-the answer is made, finds an answer a restart cut off, and frees the storage RESUME_TTL_S
-after the answer ended.
+sink here instead of to one client. The sink numbers the events of each chunk
+(numbering.FrameNumberer) and writes them in batches, one statement each, at most one
+per live.WRITE_INTERVAL_S while the answer streams (each write is a commit, which costs
+the object far more than the statement); only written events go to the readers' feed
+(readers.Feed), which keeps the newest in memory and pushes them to the readers
+following the answer. The object's alarm is its heartbeat while the answer is made,
+finds an answer a restart cut off, and frees the storage RESUME_TTL_S after the answer
+ended.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -29,14 +34,16 @@ from chat.logs import log
 from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
+from chat.resumable.live import WriteBatch
+from chat.resumable.numbering import FrameNumberer
 from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
-from chat.resumable.readers import Reader
+from chat.resumable.readers import Feed, Reader
 from chat.resumable.store import AnswerStore
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import start_model_stream
 from chat.web.errors import ApiError
-from sse import ERROR_MESSAGES, EventNumberer, Reframer, StoredEvent
+from sse import ERROR_MESSAGES, Reframer, StoredEvent
 
 # How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
 STOP_WAIT_S = 2.0
@@ -49,12 +56,11 @@ class ChatStream(DurableObject):
         self._answer: Answer | None = None  # loaded from storage on first use
         self._relay: StreamRelay | None = None  # the answer being made by this instance
         self._relay_ended: asyncio.Future[None] = asyncio.get_event_loop().create_future()
-        # Readers waiting for more share one future, resolved with "events" when an event
-        # is stored and with "ping" by the answer's one ticker. No reader sets a timer of
+        # The readers' pings come from the answer's one ticker. No reader sets a timer of
         # its own: a timer cancelled in Pyodide stays active in workerd until it would have
         # fired, and an isolate may have at most 10,000 (many readers of a long answer
         # reached that with a timeout per wait).
-        self._wake: asyncio.Future[str] | None = None
+        self._feed = Feed(self._store)
         self._starting = asyncio.Lock()  # one start at a time: turns of one UI chat may race
 
     # --- the Worker's calls (RPC; chat.resumable.protocol) ------------------------------
@@ -94,7 +100,7 @@ class ChatStream(DurableObject):
             request_id = answer.row.request_id if answer.row else None
             await self._store.delete_all()
             answer.expire()
-            self._wake_readers("events")  # a reader waiting now ends with `expired`
+            self._feed.restart()  # a reader following it now ends with `expired`
             log("chat_resumable_expired", request_id=request_id)
         elif action is Alarm.REARM:
             self._arm(answer)
@@ -121,7 +127,7 @@ class ChatStream(DurableObject):
         answer.producer_lost()
         row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic())
         self._store.begin(row)
-        self._wake_readers("events")  # readers of the answer before end with `stopped`
+        self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=order.kind.encoder(order.message_id),
                             max_padding=config.padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id)
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
@@ -151,7 +157,7 @@ class ChatStream(DurableObject):
                 return
             action = answer.tick(mono=time.monotonic())
             if action is Tick.PING:
-                self._wake_readers("ping")
+                self._feed.ping()
             elif action is Tick.ABANDON:
                 log("chat_resumable_abandoned", request_id=answer.row.request_id if answer.row else None)
                 relay.stop("abandoned")
@@ -160,9 +166,14 @@ class ChatStream(DurableObject):
     def _stored(self, relay: StreamRelay, events: list[StoredEvent]) -> None:
         if self._relay is not relay or not events:
             return  # a stopped answer's late bytes are not stored
+        self._deliver(self._state(), events)
+
+    def _deliver(self, answer: Answer, events: list[StoredEvent]) -> None:
+        """Stores the answer's next `events` (one statement) and only then hands them to its readers."""
+        assert answer.row is not None  # only an answer that was begun has events
         self._store.append(events)
-        self._state().stored(events[-1].id)
-        self._wake_readers("events")
+        answer.stored(events[-1].id)
+        self._feed.stored(answer.row.serial, events)
 
     def _ended(self, relay: StreamRelay) -> None:
         if self._relay is not relay:
@@ -176,9 +187,11 @@ class ChatStream(DurableObject):
         row = answer.ended(now=time.time())
         self._store.end(row)
         events, storage_bytes = self._store.size()
-        # What keeping the answer costs, for the operator: its events and the storage they take.
-        log("chat_resumable_stored", request_id=row.request_id, events=events, storage_bytes=storage_bytes)
-        self._wake_readers("events")
+        # What keeping the answer costs, for the operator: its events, the storage they
+        # take, and what writing them took (statements, and rows as storage counts them).
+        log("chat_resumable_stored", request_id=row.request_id, events=events, storage_bytes=storage_bytes,
+            statements=self._store.statements, rows_written=self._store.rows_written)
+        self._feed.restart()  # an ended answer is read from storage
         self._arm(answer)
 
     def _interrupt(self, answer: Answer) -> None:
@@ -207,16 +220,13 @@ class ChatStream(DurableObject):
             except Exception as again:  # noqa: BLE001 - storage is failing: readers are cut instead
                 log("chat_resumable_store_failed", request_id=answer.row.request_id, detail=type(again).__name__)
                 answer.expire()
-                self._wake_readers("events")
+                self._feed.restart()
                 return
             self._end_row()
 
     def _store_terminal(self, answer: Answer, row: AnswerRow, code: str) -> None:
         frame = row.kind.encoder().error(code=code, message=ERROR_MESSAGES[code], request_id=row.request_id)
-        events = EventNumberer(last_id=answer.last_id).number(frame.encode())
-        self._store.append(events)
-        answer.stored(events[-1].id)
-        self._wake_readers("events")
+        self._deliver(answer, FrameNumberer(last_id=answer.last_id).number(frame))
 
     async def _stop_request(self) -> Any:
         answer = self._state()
@@ -254,19 +264,9 @@ class ChatStream(DurableObject):
         return self._reader_response(answer, answer.row, order.format, order.after)
 
     def _reader_response(self, answer: Answer, row: AnswerRow, format: Any, after: int) -> Any:
-        reader = Reader(answer=answer, store=self._store, wake=self._next_wake, row=row, format=format, after=after,
+        reader = Reader(answer=answer, feed=self._feed, row=row, format=format, after=after,
                         on_detach=lambda: answer.detach(mono=time.monotonic()))
         return ffi.response(reader.stream(), 200)
-
-    async def _next_wake(self) -> str:
-        """"events" once an event is stored (or the answer ends), "ping" at the next ping."""
-        if self._wake is None or self._wake.done():
-            self._wake = asyncio.get_event_loop().create_future()
-        return await asyncio.shield(self._wake)
-
-    def _wake_readers(self, reason: str) -> None:
-        if self._wake is not None and not self._wake.done():
-            self._wake.set_result(reason)
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -295,15 +295,21 @@ class ChatStream(DurableObject):
 
 
 class _Sink:
-    """Where the relay's output goes: every event is numbered and handed on to be stored."""
+    """Where the relay's output goes: each chunk's events are numbered and batched; each
+    batch is handed on to be stored when it is due (live.WriteBatch), and at the end, and
+    only then sent to readers, so no reader gets an event storage does not have.
+    `stored` takes a list of events: a chunk as text would feed it alike."""
 
     def __init__(self, *, stored: Callable[[list[StoredEvent]], None], failed: Callable[[Exception], None],
                  ended: Callable[[], None]) -> None:
-        self._numberer = EventNumberer()
+        self._numberer = FrameNumberer()
+        self._batch = WriteBatch()
         self._stored = stored
         self._failed = failed
         self._ended = ended
         self._proxies = ffi.ProxyScope()
+        self._flush_later = self._proxies.proxy(self._flush)
+        self._timer: Any = None  # the flush's timer while one is set
 
     def writable(self) -> Any:
         proxy = self._proxies.proxy
@@ -311,11 +317,29 @@ class _Sink:
 
     def _write(self, chunk: Any, _controller: Any = None) -> None:
         try:
-            self._stored(self._numberer.number(chunk.to_bytes()))
+            events = self._numberer.number(chunk if isinstance(chunk, str) else chunk.to_bytes())
+            if not events:
+                return  # a keep-alive
+            due_in = self._batch.add(events, now=time.monotonic())
+            if due_in <= 0:
+                self._flush()
+            elif self._timer is None:
+                self._timer = js.setTimeout(self._flush_later, math.ceil(due_in * 1000))
         except Exception as problem:  # noqa: BLE001 - never a wedged answer: it ends instead
             self._failed(problem)
 
+    def _flush(self, *_args: Any) -> None:
+        if self._timer is not None:
+            js.clearTimeout(self._timer)  # written now: no later call, least of all after _done
+            self._timer = None
+        try:
+            if events := self._batch.take(now=time.monotonic()):
+                self._stored(events)
+        except Exception as problem:  # noqa: BLE001 - as in _write
+            self._failed(problem)
+
     def _done(self, *_args: Any) -> None:
+        self._flush()
         self._ended()
         self._proxies.close()
 

@@ -1,14 +1,17 @@
 """The answer's storage: the object's SQLite database, through `ctx.storage.sql` (FFI).
 
-`answer` holds one row (answer.AnswerRow); `events` one row per event, numbered from 1.
+`answer` holds one row (answer.AnswerRow); `events` one row per event, numbered from 1,
+written one statement per batch (a chunk of the relay's output).
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from chat.resumable.answer import AnswerRow
 from chat.resumable.formats import AnswerKind
+from chat.resumable.live import PAGE_CHARS, PAGE_SIZE
 from sse import StoredEvent
 
 SCHEMA = (
@@ -16,15 +19,26 @@ SCHEMA = (
     " request_id TEXT NOT NULL, serial INTEGER NOT NULL, live INTEGER NOT NULL, ended_at REAL)",
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL)",
 )
-# What a reader gets per pull at most: bounds what one replay holds in memory at once.
-PAGE_SIZE = 256
-PAGE_CHARS = 256 * 1024
+INSERT_EVENT = "INSERT INTO events (id, type, data) VALUES (?, ?, ?)"
+# A batch of events is one statement whatever its length, through one JSON parameter:
+# Durable Objects' SQLite allows at most 100 bound parameters per statement, 100 KB of
+# statement text, and 2 MB per string or row (developers.cloudflare.com/durable-objects/
+# platform/limits/, "SQL storage limits", checked 2026-12-01).
+INSERT_BATCH = "INSERT INTO events (id, type, data) SELECT ?1 + key, value ->> 0, value ->> 1 FROM json_each(?2)"
+# The JSON of one batch stays under the 2 MB limit with room to spare (UTF-8 bytes); a
+# larger batch is split. One event alone always fits a row (its own limit, checked by
+# SQLite), so it is written without the JSON.
+MAX_BATCH_BYTES = 1_000_000
 
 
 class AnswerStore:
     def __init__(self, storage: Any) -> None:
         self._storage = storage
         self._sql = storage.sql
+        # What the answer's events cost to write, for the operator: statements, and rows
+        # written as storage counts them (what Durable Objects bill).
+        self.statements = 0
+        self.rows_written = 0
 
     def load(self) -> tuple[AnswerRow | None, int]:
         """The stored row and the last event's id ((None, 0) when nothing is stored)."""
@@ -46,14 +60,34 @@ class AnswerStore:
         for statement in SCHEMA:
             self._sql.exec(statement)
         self._sql.exec("DELETE FROM events")
+        self.statements = self.rows_written = 0
         self._sql.exec(
             "INSERT OR REPLACE INTO answer (one, kind, request_id, serial, live, ended_at) VALUES (1, ?, ?, ?, 1, NULL)",
             row.kind.value, row.request_id, row.serial,
         )
 
     def append(self, events: list[StoredEvent]) -> None:
-        for event in events:
-            self._sql.exec("INSERT INTO events (id, type, data) VALUES (?, ?, ?)", event.id, event.type, event.data)
+        """Stores `events` (consecutive ids, in order): one statement, unless their text is
+        too large for one."""
+        if not events:
+            return
+        if len(events) == 1:
+            event = events[0]
+            self._write(INSERT_EVENT, event.id, event.type, event.data)
+            return
+        rows = json.dumps([[event.type, event.data] for event in events], ensure_ascii=False)
+        # Characters first: a UTF-8 byte count needs the encoded text, and is rarely needed.
+        if len(rows) * 4 <= MAX_BATCH_BYTES or len(rows.encode()) <= MAX_BATCH_BYTES:
+            self._write(INSERT_BATCH, events[0].id, rows)
+        else:
+            half = len(events) // 2
+            self.append(events[:half])
+            self.append(events[half:])
+
+    def _write(self, statement: str, *values: Any) -> None:
+        cursor = self._sql.exec(statement, *values)
+        self.statements += 1
+        self.rows_written += int(cursor.rowsWritten)
 
     def end(self, row: AnswerRow) -> None:
         self._sql.exec("UPDATE answer SET live = 0, ended_at = ?", row.ended_at)

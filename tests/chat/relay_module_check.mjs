@@ -122,4 +122,18 @@ results.ticks = [ticked.calls.ticks, ticked.body, ticked.cancelled];
   results.left = [calls.left, source.cancelled, calls.ended.length, calls.after];
 }
 
+// A callback that throws (a bug in Python) ends the stream at once, without a terminal
+// event and never a hang: the upstream is cancelled, onEnded still answers once (unless it
+// is what threw) and `settled` rejects with the error. One case per callback.
+results.throws = {};
+for (const [index, name] of [[0, "start"], [1, "text"], [2, "tick"], [3, "broken"], [4, "ended"], [5, "delay"]]) {
+  const source = upstream(name === "broken" ? ["a string"] : [utf8.encode("x")], { hold: name !== "ended" });
+  const { calls, fns } = callbacks({ delay: 5 });
+  fns[index] = () => { throw new Error(`bug in ${name}`); };
+  const handle = relay(source.stream, SLICE, ...fns);
+  const body = await Promise.race([readAll(handle.readable), new Promise((resolve) => setTimeout(() => resolve("<hang>"), 2000))]);
+  const error = await handle.settled.then(() => null, (reason) => reason.message);
+  results.throws[name] = [body, source.cancelled, calls.ended.length, error];
+}
+
 console.log(JSON.stringify(results));

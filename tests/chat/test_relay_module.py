@@ -29,3 +29,12 @@ def test_the_plumbing_owns_the_stream_and_python_answers():
     assert results["ticks"] == [3, "<meta><ping><timeout>", True], "ticks until one answers last()"
     assert results["end"] == ["<meta><stopped>", True, 1], "end() sends once, terminates and cancels the upstream"
     assert results["left"] == [1, True, 1, []], "a client that leaves cancels the upstream; nothing is called after onEnded"
+    # A callback that throws ends the stream at once (cut off, never a hang, never shown whole).
+    assert results["throws"] == {
+        "start": ["", True, 1, "bug in start"],
+        "text": ["<meta>", True, 1, "bug in text"],
+        "tick": ["<meta>X", True, 1, "bug in tick"],
+        "broken": ["<meta>", True, 1, "bug in broken"],
+        "ended": ["<meta>X", False, 0, "bug in ended"],
+        "delay": ["<meta>", True, 1, "bug in delay"],
+    }

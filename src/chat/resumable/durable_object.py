@@ -235,9 +235,9 @@ class ChatStream(DurableObject):
             raise ApiError("stream_not_found")
         if action is Stop.STOP_PRODUCER and self._relay is not None:
             log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None, reason="delete")
-            # Answered once the model's pipe has settled, its cancel sent: a request in
-            # flight keeps that work going (locally, a cancel of the model's stream with
-            # nothing in flight was seen never to reach it).
+            # Answered once the model's pipe has settled and its cancel is sent, so a
+            # client whose DELETE returned knows the stop is done. (The cancels once seen
+            # missing locally were lost by the emulator's side of workerd: README, Limits.)
             await self._stop_relay(self._relay)
         elif action is Stop.INTERRUPT:
             self._interrupt(answer)
@@ -289,8 +289,7 @@ class ChatStream(DurableObject):
     def _keep_alive(self, work: Any) -> None:
         # The object lives on between requests, but the work (the answer's pipe, above all)
         # is tied to the request that began it: waitUntil keeps that request's context
-        # open until the work is done, so a cancel of the model's stream still reaches it
-        # after the first reader has gone (without it, locally, it was seen not to).
+        # open until the work is done, so the answer goes on after its first reader left.
         ffi.keep_alive(self.ctx, work)
 
 

@@ -48,6 +48,7 @@ export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken
   let controller = null;
   let timer = null;
   let over = false;  // nothing more will be sent, and Python is asked nothing more but onEnded
+  let failure = null;  // the first error a callback threw: `settled` rejects with it
 
   function terminate() {
     over = true;
@@ -71,7 +72,25 @@ export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken
     }
   }
 
-  // Sends what Python answered; true once the stream is over.
+  // Asks Python and sends its answer; true once the stream is over. A callback that
+  // throws (a bug) ends the stream at once, without a terminal event: its client sees an
+  // answer cut off, never a hang, and never a cut answer shown as complete.
+  function ask(callback, ...args) {
+    let out;
+    try {
+      out = callback(...args);
+    } catch (error) {
+      fail(error);
+      return true;
+    }
+    return send(out);
+  }
+
+  function fail(error) {
+    failure ??= error;
+    terminate();
+  }
+
   function send(out) {
     if (out instanceof Last) {
       enqueue(out.text);
@@ -83,25 +102,32 @@ export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken
   }
 
   function schedule() {
-    timer = setTimeout(tick, onDelay());
+    let delay;
+    try {
+      delay = onDelay();
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    timer = setTimeout(tick, delay);
   }
 
   function tick() {
     timer = null;
     if (over) return;
-    if (!send(onTick(controller.desiredSize < 0))) schedule();
+    if (!ask(onTick, controller.desiredSize < 0)) schedule();
   }
 
   const transformer = {
     start(ctrl) {
       controller = ctrl;
-      if (!send(onStart())) schedule();
+      if (!ask(onStart)) schedule();
     },
     transform(chunk) {
       if (over) return;
       const bytes = asBytes(chunk);
       if (bytes === null) {
-        send(onBroken("TypeError"));
+        ask(onBroken, "TypeError");
         return;
       }
       let at = 0;
@@ -111,10 +137,10 @@ export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken
           const slice = bytes.byteLength > maxSliceBytes ? bytes.subarray(at, at + maxSliceBytes) : bytes;
           text = decoder.decode(slice, STREAMING);
         } catch (error) {
-          send(onBroken(error?.name ?? "Error"));  // a detached buffer, say
+          ask(onBroken, error?.name ?? "Error");  // a detached buffer, say
           return;
         }
-        if (send(onText(text))) return;
+        if (ask(onText, text)) return;
         at += maxSliceBytes;
       } while (at < bytes.byteLength);
     },
@@ -136,9 +162,13 @@ export function relay(upstream, maxSliceBytes, onStart, onText, onTick, onBroken
     () => false,
     () => true,
   ).then((failed) => {
-    const out = onEnded(failed);
-    if (!over) enqueue(out);
-    terminate();
+    try {
+      const out = onEnded(failed);
+      if (!over) enqueue(out);
+    } finally {
+      terminate();
+    }
+    if (failure !== null) throw failure;
   });
   return {
     readable: stream.readable,

@@ -121,13 +121,16 @@ class StreamRelay:
         # The upstream ended (or errored, or was cancelled by our own ending): the
         # lifecycle decides whether that still needs a terminal frame. Called once.
         now = time.monotonic()
+        lifecycle = self._lifecycle
         try:
-            out = self._lifecycle.upstream_ended(now, failed=bool(failed))
-            event, fields = self._lifecycle.outcome(now)
+            out = lifecycle.upstream_ended(now, failed=bool(failed))
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the answer with a frame
+            out = lifecycle.broken(now, type(exc).__name__)  # if this raises too, relay.mjs cuts the stream
+        try:
+            event, fields = lifecycle.outcome(now)
             log(event, **self._log_fields, **fields)
-        except Exception as exc:  # noqa: BLE001 - the pipe's end must never be lost
+        except Exception as exc:  # noqa: BLE001 - the record is lost, never the answer's end
             log("internal_error", route="relay", detail=type(exc).__name__)
-            return ""
         return out
 
     def _answer(self, out: str) -> Any:

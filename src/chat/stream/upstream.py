@@ -53,8 +53,8 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
     except Exception as exc:  # noqa: BLE001 - logged by type; the stream is abandoned either way
         log("chat_late_stream_not_cancelled", request_id=request_id, model=model, detail=type(exc).__name__)
         return
-    # Requested, not confirmed: locally the emulator sees a cancel of a stream nobody read
-    # only while the request still has something in flight (docs: README, "Limits").
+    # Requested, not confirmed: whether the real binding stops inference on a cancel
+    # cannot be observed locally (README, "Limits").
     log("chat_late_stream_cancel_requested", request_id=request_id, model=model)
 
 

@@ -211,6 +211,22 @@ def test_a_live_row_loaded_by_a_new_instance_is_orphaned_and_interrupted():
     assert not answer.orphaned and answer.reader_step(3, 13) == END
 
 
+def test_a_live_answer_is_unterminated_until_its_last_stored_event_is_the_terminal_one():
+    answer = fresh()
+    assert not answer.unterminated, "nothing to end"
+    answer.begin(AnswerKind.CHAT, "r1", now=NOW, mono=MONO)
+    assert answer.unterminated, "a producer that stored nothing ended without a terminal"
+    answer.stored(5, terminal=True)
+    assert not answer.unterminated
+    answer.stored(6)  # anything after it (never expected) leaves it unterminated again
+    assert answer.unterminated
+    answer.stored(7, terminal=True)
+    answer.ended(now=NOW + 1)
+    assert not answer.unterminated, "an ended answer is not live"
+    answer.begin(AnswerKind.CHAT, "r2", now=NOW + 2, mono=MONO + 2)
+    assert answer.unterminated, "a new answer starts without one"
+
+
 def test_ending_with_nothing_stored_is_a_bug_not_a_state():
     with pytest.raises(RuntimeError):
         fresh().ended(now=NOW)

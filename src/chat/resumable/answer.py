@@ -92,6 +92,7 @@ class Answer:
     def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing) -> None:
         self.row = row
         self.last_id = last_id
+        self.terminal_stored = False  # the last event stored is the answer's terminal one
         self.timing = timing
         self.producing = False  # this instance is making the answer (a restart loses that)
         self.readers = 0
@@ -110,6 +111,7 @@ class Answer:
         self._last_serial += 1
         self.row = AnswerRow(kind=kind, request_id=request_id, serial=self._last_serial, live=True)
         self.last_id = 0
+        self.terminal_stored = False
         self.producing = True
         # Until its first reader attaches: at once, for the request that began it.
         self.unread_since = mono
@@ -117,9 +119,17 @@ class Answer:
         self.alarm_at = now + self.timing.grace_s
         return self.row
 
-    def stored(self, last_id: int) -> None:
-        """Events up to `last_id` are stored."""
+    def stored(self, last_id: int, *, terminal: bool = False) -> None:
+        """Events up to `last_id` are stored; `terminal`: the last is the terminal event."""
         self.last_id = last_id
+        self.terminal_stored = terminal
+
+    @property
+    def unterminated(self) -> bool:
+        """The live answer's producer is done but stored no terminal event (a bug cut its
+        stream): one must be stored before it ends, or every reader and replay would take
+        the cut answer for a finished one."""
+        return self.row is not None and self.row.live and not self.terminal_stored
 
     def ended(self, *, now: float) -> AnswerRow:
         """The answer's terminal event is stored (by its producer, or `interrupted` by

@@ -172,7 +172,7 @@ class ChatStream(DurableObject):
         """Stores the answer's next `events` (one statement) and only then hands them to its readers."""
         assert answer.row is not None  # only an answer that was begun has events
         self._store.append(events)
-        answer.stored(events[-1].id)
+        answer.stored(events[-1].id, terminal=answer.row.kind.ends_with_terminal(events))
         self._feed.stored(answer.row.serial, events)
 
     def _ended(self, relay: StreamRelay) -> None:
@@ -180,6 +180,11 @@ class ChatStream(DurableObject):
             return  # superseded: the new answer owns the row
         self._relay = None
         self._relay_ended.set_result(None)
+        answer = self._state()
+        if answer.unterminated:
+            assert answer.row is not None  # (unterminated says so)
+            log("chat_resumable_unterminated", request_id=answer.row.request_id, events=answer.last_id)
+            self._store_terminal(answer, answer.row, "internal_error")
         self._end_row()
 
     def _end_row(self) -> None:

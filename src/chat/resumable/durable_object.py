@@ -141,9 +141,17 @@ class ChatStream(DurableObject):
         self._keep_alive(self._tick(relay, answer))
         sink = _Sink(stored=lambda events: self._stored(relay, events), failed=lambda problem: self._storing_failed(relay, problem),
                      ended=lambda: self._ended(relay))
-        relay.readable().pipeTo(sink.writable())
+        self._keep_alive(self._watch_pipe(relay, relay.readable().pipeTo(sink.writable())))
         self._arm(answer)
         return self._reader_response(answer, row, order.format, 0)
+
+    async def _watch_pipe(self, relay: StreamRelay, piped: Any) -> None:
+        """A sink that failed past its own guards errors the pipe, and is then never
+        closed: the answer would stay live, its readers pinged for good. It ends instead."""
+        try:
+            await piped
+        except ffi.JsException as problem:
+            self._storing_failed(relay, problem)
 
     async def _tick(self, relay: StreamRelay, answer: Answer) -> None:
         """While `relay` makes the answer: pings for the readers waiting, and the end of
@@ -343,9 +351,13 @@ class _Sink:
             self._failed(problem)
 
     def _done(self, *_args: Any) -> None:
-        self._flush()
-        self._ended()
-        self._proxies.close()
+        try:
+            self._flush()
+        finally:  # the answer ends whatever the last write did
+            try:
+                self._ended()
+            finally:
+                self._proxies.close()
 
 
 def _failure(error: ApiError) -> Any:

@@ -72,8 +72,11 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
             except JsException:
                 pass
         reader.releaseLock()
-    event, fields = lifecycle.outcome(time.monotonic())
-    log(event, **log_fields, **fields)
+    try:
+        event, fields = lifecycle.outcome(time.monotonic())
+        log(event, **log_fields, **fields)
+    except Exception as exc:  # noqa: BLE001 - the record is lost, never the answer
+        log("internal_error", route="collect", detail=type(exc).__name__)
     return "".join(out)
 
 

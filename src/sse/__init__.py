@@ -16,16 +16,17 @@ from ._errors import (
 from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
-from ._openai_encoder import OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason, openai_usage
+from ._openai_encoder import SKIPPED_HEADER, OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason, openai_usage
 from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
-from ._reframer import Reframer
+from ._reframer import CUT_SHORT_REASONS, Reframer
 from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayFormat, ReplayWriter, StoredEvent, parse_event_id
 from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 
 __all__ = [
+    "CUT_SHORT_REASONS",
     "DEFAULT_MAX_EVENT_CHARS",
     "DEFAULT_MAX_LINE_BYTES",
     "DEFAULT_MAX_PADDING",
@@ -56,6 +57,7 @@ __all__ = [
     "Reframer",
     "ReframerStats",
     "SSEEncoder",
+    "SKIPPED_HEADER",
     "SSEError",
     "STREAM_HEADERS",
     "StoredEvent",

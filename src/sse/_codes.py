@@ -52,7 +52,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="model_requires_paid_plan", status=403, message="This model needs the Workers Paid plan on the Worker's account."),
     ErrorCode(code="rate_limited", status=429, message="Too many requests right now. Please retry after the time in Retry-After."),
     # The model, before and while it streams.
-    ErrorCode(code="model_unavailable", status=502, message="The model is unavailable right now. Please try again."),
+    ErrorCode(code="model_unavailable", status=502, message="The model is unavailable right now. Please try again.", in_stream=True),
     ErrorCode(code="upstream_timeout", status=504, message="The model did not answer in time. Please try again.", in_stream=True),
     ErrorCode(code="generation_failed", status=502, message="The model stream failed.", in_stream=True),
     ErrorCode(code="upstream_incomplete", status=502, message="The model stream ended before it was complete.", in_stream=True),

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, NoReturn
 
-__all__ = ["MAX_JSON_DEPTH", "JSONDepthError", "loads_bounded"]
+__all__ = ["MAX_JSON_DEPTH", "JSONDepthError", "JSONNumber", "dumps_exact", "loads_bounded", "loads_exact"]
 
 # Our own documents nest 3 levels (a chat body) to 6 (an OpenAI tool-call chunk); AI SDK
 # UI messages with tool parts a few more. 64 leaves room for real payloads and is a
@@ -65,3 +66,50 @@ def loads_bounded(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
         raise JSONDepthError(max_depth)
     return json.loads(text, parse_constant=_refuse_constant)
+
+
+@dataclass(frozen=True, slots=True)
+class JSONNumber:
+    """A JSON number kept as it was written: its `lexeme`, exactly the wire text.
+
+    Not a str (so no check for text mistakes it for one) and not a float (so 1.10 stays
+    1.10 and 1e400 stays 1e400, where a float would give 1.1 and inf).
+    """
+
+    lexeme: str
+
+
+# Integers up to this many digits read as int; JSON allows any length, and Python's int()
+# refuses more than 4,300 digits. Only "-0" reads back differently through int ("0").
+_MAX_INT_DIGITS = 4000
+
+
+def _exact_int(lexeme: str) -> int | JSONNumber:
+    if lexeme == "-0" or len(lexeme) > _MAX_INT_DIGITS:
+        return JSONNumber(lexeme)
+    return int(lexeme)
+
+
+def loads_exact(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """loads_bounded for upstream frames, where a number may be text: a number with a
+    fraction or an exponent reads as a JSONNumber, an integer as an int (as a JSONNumber
+    when int() would change or refuse it: "-0", more than 4,000 digits). Raises as
+    loads_bounded does, except that no integer is too long."""
+    if text.count("[") + text.count("{") > max_depth and nesting_depth(text) > max_depth:
+        raise JSONDepthError(max_depth)
+    return json.loads(text, parse_constant=_refuse_constant, parse_float=JSONNumber, parse_int=_exact_int)
+
+
+def dumps_exact(value: Any) -> str:
+    """Compact JSON of a value loads_exact read, each JSONNumber written as its lexeme.
+
+    Recursive, but only over what loads_exact accepted, which nests at most MAX_JSON_DEPTH
+    levels. Raises TypeError for a value JSON cannot hold.
+    """
+    if isinstance(value, JSONNumber):
+        return value.lexeme
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{json.dumps(key, ensure_ascii=False)}:{dumps_exact(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(dumps_exact(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)

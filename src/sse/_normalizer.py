@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from ._json import loads_bounded
+from ._json import JSONNumber, loads_bounded, loads_exact
 from ._jsonstr import scan_body, scanstring
 from ._tool_calls import ToolCallAssembler, ToolCallError, ToolEvent
 
@@ -20,10 +20,22 @@ _USAGE_KEYS = ("prompt_tokens", "completion_tokens", "total_tokens")
 # A token count a JavaScript client can hold exactly; a larger one is not a real count.
 _MAX_COUNT = 2**53 - 1
 # finish_reason travels into logs and the `done` event, so it is never copied verbatim:
-# the values providers document pass, anything else is reported as "other".
-KNOWN_FINISH_REASONS = frozenset(
-    {"stop", "length", "tool_calls", "content_filter", "function_call", "error"}
-)
+# the values providers document pass, their aliases are mapped, anything else is reported
+# as "other". "error" is not among them: it is a failure (see _FAILED_FINISH_REASONS).
+KNOWN_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+# Other providers' names for the same endings, as OpenAI-compatible servers pass them on
+# (Anthropic: end_turn, max_tokens, stop_sequence; TGI: eos_token, stop_sequence; llama.cpp
+# and others: eos). Sources in docs/upstream-shapes.md.
+_FINISH_ALIASES = {
+    "max_tokens": "length",
+    "eos": "stop",
+    "eos_token": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+}
+# A finish reason that says the generation failed: the answer ends with an `error`, never
+# with `done` (vLLM's FinishReason.ERROR is streamed as "error"; docs/upstream-shapes.md).
+_FAILED_FINISH_REASONS = frozenset({"error"})
 _RESPONSE_PREFIX = '{"response":"'
 _PADDING_INFIX = ',"p":"'
 _NOTHING = ("", "")
@@ -149,7 +161,101 @@ def _cached_tokens(usage: dict[str, Any]) -> int | None:
 
 
 def _finish_reason(value: str) -> str:
-    return value if value in KNOWN_FINISH_REASONS else "other"
+    if value in KNOWN_FINISH_REASONS:
+        return value
+    return _FINISH_ALIASES.get(value, "other")
+
+
+class UpstreamFailure(Exception):
+    """The upstream said in the stream that the generation failed; `code` is the error
+    code the answer ends with."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def in_band_error(obj: dict[str, Any]) -> str | None:
+    """The error code an upstream frame's in-band error ends the answer with, or None
+    when the frame is no error.
+
+    Two shapes: `{"error": {...}}` (vLLM's streaming error, OpenAI's own error body) and
+    a bare error body `{"object": "error", "message": ..., "code": ...}`. A Workers AI
+    error code in it (a number, or the "<code>: ..." head of its message) that says
+    "try later" or "too slow" picks that outcome; any other failure is
+    `generation_failed`. The provider's message is never kept.
+    """
+    error = obj.get("error")
+    if error in (None, False, ""):  # some servers send `"error": null` on every chunk
+        if obj.get("object") != "error":
+            return None
+        error = obj
+    return failure_code(error)
+
+
+def failure_code(error: object) -> str:
+    """Our code for a provider's error object (see in_band_error)."""
+    if isinstance(error, dict):
+        for value in (error.get("code"), error.get("message")):
+            code = provider_code(value)
+            if code is not None:
+                return WORKERS_AI_STREAM_CODES.get(code, "generation_failed")
+    return "generation_failed"
+
+
+# Workers AI's error codes (its errors table; docs/upstream-shapes.md) that name an outcome
+# of their own when they end a stream; any other code is `generation_failed`.
+WORKERS_AI_STREAM_CODES = {3040: "model_unavailable", 3036: "model_unavailable"}
+_MAX_CODE_DIGITS = 5
+
+
+def provider_code(value: object) -> int | None:
+    """A Workers AI error code: a number of four or five digits, or the digits before the
+    first colon of a message ("3040: Capacity temporarily exceeded")."""
+    if isinstance(value, str):
+        value = value[: _MAX_CODE_DIGITS + 1].partition(":")[0].strip()
+        if not (value.isascii() and value.isdigit()):
+            return None
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1000 <= value < 10**_MAX_CODE_DIGITS:
+        return value
+    return None
+
+
+def _unreadable() -> tuple[str, bool]:
+    return "", False
+
+
+def text_of(value: object) -> tuple[str, bool]:
+    """(text, readable) of one text field's value; the one rule every text field follows.
+
+    A string is its text; a number is its lexeme exactly as sent (`0.005`, `1.10`,
+    `1e400`: some OpenAI-compatible streams send a numeric token as a JSON number); null
+    is no text (normal on tool-call chunks); an array of content parts is the text of its
+    `text` parts joined. Anything else (a boolean, an object, a part that is not text)
+    cannot be read as text: readable is False, and the frame counts as skipped, so the
+    answer says it has a gap instead of dropping the value in silence.
+    """
+    if isinstance(value, str):
+        return value, True
+    if value is None:
+        return "", True
+    if isinstance(value, JSONNumber):
+        return value.lexeme, True
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value), True
+    if isinstance(value, list):
+        texts: list[str] = []
+        readable = True
+        for part in value:
+            part_text, part_readable = (
+                text_of(part.get("text")) if isinstance(part, dict) and part.get("type") == "text" and "text" in part
+                and not isinstance(part.get("text"), list) else _unreadable()
+            )
+            texts.append(part_text)
+            readable = readable and part_readable
+        return "".join(texts), readable
+    return _unreadable()
 
 
 class UpstreamNormalizer:
@@ -295,7 +401,7 @@ class UpstreamNormalizer:
     def frame(self, data: str) -> tuple[str, str]:
         """The general path for one `message` event's data: (text, reasoning text).
 
-        Records `[DONE]`, finish_reason, usage and tool calls as side effects.
+        Records `[DONE]`, finish_reason, usage, tool calls and failures as side effects.
         """
         if data.strip() == "[DONE]":
             self.done = True
@@ -303,7 +409,8 @@ class UpstreamNormalizer:
         try:
             # Bounded: a deeply nested frame would otherwise overflow Pyodide's stack,
             # which aborts the whole isolate. Too deep, NaN/Infinity, not JSON: skipped.
-            obj = loads_bounded(data)
+            # Numbers keep their lexemes: a number may be text.
+            obj = loads_exact(data)
         except ValueError:
             self.skipped += 1
             return _NOTHING
@@ -312,32 +419,30 @@ class UpstreamNormalizer:
             return _NOTHING
         finishes = self._finishes
         try:
-            text, reasoning, known = self._fields(obj)
+            text, reasoning, known, readable = self._fields(obj)
             if self._finishes != finishes:
                 # The model gave its finish reason: the call it was writing is complete.
                 self._tools.finish(self.tool_events)
-        except ToolCallError as error:
+        except (ToolCallError, UpstreamFailure) as error:
             self.failure = error.code
             return _NOTHING
-        if not known:
+        if not known or not readable:
             self.skipped += 1
         return text, reasoning
 
-    def _fields(self, obj: dict[str, Any]) -> tuple[str, str, bool]:
+    def _fields(self, obj: dict[str, Any]) -> tuple[str, str, bool, bool]:
+        """(text, reasoning, known, readable): `known` when the frame had a field this
+        class reads, `readable` unless a text field held something that is not text."""
+        failure = in_band_error(obj)
+        if failure is not None:
+            raise UpstreamFailure(failure)
         text = ""
         reasoning = ""
         known = False
+        readable = True
         if "response" in obj:
-            response = obj["response"]
-            if isinstance(response, str):
-                text, known = response, True
-            elif isinstance(response, int) and not isinstance(response, bool):
-                text, known = str(response), True
-            elif isinstance(response, float) and math.isfinite(response):
-                # 1e400 reads as inf: never a delta "inf".
-                text, known = str(response), True
-            elif response is None:
-                known = True
+            text, readable = text_of(obj["response"])
+            known = True
         if "usage" in obj:
             # A usage deferred by the fast path came first; this one replaces it if valid.
             self._read_pending_usage()
@@ -346,9 +451,7 @@ class UpstreamNormalizer:
                 known = True
         if "tool_calls" in obj and self._tools.read(obj["tool_calls"], self.tool_events):
             known = True
-        finish_reason = obj.get("finish_reason")
-        if isinstance(finish_reason, str) and finish_reason:
-            self._finished(finish_reason)
+        if isinstance(obj.get("finish_reason"), str) and self._finish(obj):
             known = True
         choices = obj.get("choices")
         if isinstance(choices, list):
@@ -356,37 +459,54 @@ class UpstreamNormalizer:
                 # The final OpenAI chunk: `"choices": []` next to the usage.
                 known = True
             elif isinstance(choices[0], dict):
-                choice_text, reasoning, choice_known = self._choice(choices[0])
+                choice_text, reasoning, choice_known, choice_readable = self._choice(choices[0])
                 text = text or choice_text
                 known = known or choice_known
-        return text, reasoning, known
+                readable = readable and choice_readable
+        return text, reasoning, known, readable
 
-    def _choice(self, choice: dict[str, Any]) -> tuple[str, str, bool]:
-        text = ""
-        reasoning = ""
-        known = False
-        finish_reason = choice.get("finish_reason")
+    def _finish(self, holder: dict[str, Any]) -> bool:
+        """Reads `holder`'s finish_reason; True when it has the field. Raises
+        UpstreamFailure for a reason that says the generation failed."""
+        if "finish_reason" not in holder:
+            return False
+        finish_reason = holder["finish_reason"]
         if isinstance(finish_reason, str) and finish_reason:
+            if finish_reason in _FAILED_FINISH_REASONS:
+                raise UpstreamFailure("generation_failed")
             self._finished(finish_reason)
-            known = True
-        elif finish_reason in (None, "") and "finish_reason" in choice:
-            known = True  # some servers send "" on every chunk for "not yet"
+            return True
+        # Some servers send "" on every chunk for "not yet"; null is OpenAI's.
+        return finish_reason in (None, "")
+
+    def _choice(self, choice: dict[str, Any]) -> tuple[str, str, bool, bool]:
+        # Text in the choice's first text field present: OpenAI's streamed `delta.content`,
+        # `delta.text` and the completions API's `text` (some servers stream those), or a
+        # whole `message.content`.
+        known = self._finish(choice)
         delta = choice.get("delta")
-        if isinstance(delta, dict):
+        message = choice.get("message")
+        holder = delta if isinstance(delta, dict) else message if isinstance(message, dict) else None
+        value = None
+        for source, field in ((delta, "content"), (delta, "text"), (choice, "text"), (message, "content")):
+            if isinstance(source, dict) and source.get(field) is not None:
+                value = source[field]
+                known = True
+                break
+        text, readable = text_of(value)
+        reasoning = ""
+        if holder is not None:
             known = True
-            content = delta.get("content")
-            if isinstance(content, str):
-                text = content
             # vLLM-served models name it `reasoning_content`; Kimi K2.6 and later name it
-            # `reasoning` (Workers AI changelog, 2026-04-20). A chunk carries one of them.
-            reasoning_content = delta.get("reasoning_content")
-            if not isinstance(reasoning_content, str):
-                reasoning_content = delta.get("reasoning")
-            if isinstance(reasoning_content, str):
-                reasoning = reasoning_content
+            # `reasoning` (Workers AI changelog, 2026-04-20). Read the one that is not empty.
+            reasoning, reasoning_readable = text_of(holder.get("reasoning_content"))
+            if not reasoning:
+                reasoning, other_readable = text_of(holder.get("reasoning"))
+                reasoning_readable = reasoning_readable and other_readable
+            readable = readable and reasoning_readable
             if (text or reasoning) and self._tools.open:
                 # Text after a call: the call is done, and a client may run it now.
                 self._tools.finish(self.tool_events)
-            if "tool_calls" in delta:
-                self._tools.read(delta["tool_calls"], self.tool_events)
-        return text, reasoning, known
+            if "tool_calls" in holder:
+                self._tools.read(holder["tool_calls"], self.tool_events)
+        return text, reasoning, known, readable

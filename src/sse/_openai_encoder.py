@@ -18,9 +18,14 @@ from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
 from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 
-__all__ = ["OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason", "openai_usage"]
+__all__ = ["SKIPPED_HEADER", "OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason", "openai_usage"]
 
 JSON_TYPE = "application/json; charset=utf-8"
+# How many upstream frames the Worker could not read (our protocol's `done.skipped`): a
+# field of the final chunk or the completion, and a header of a collected answer, only
+# when there were some (docs/openai.md).
+SKIPPED_FIELD = "skipped_frames"
+SKIPPED_HEADER = "x-skipped-frames"
 
 # OpenAI's error `type` for a status; the SDKs pick their exception class by status.
 _ERROR_TYPES = {
@@ -62,8 +67,10 @@ def openai_finish_reason(stats: ReframerStats, max_tokens: int | None) -> str:
     been cut there), any other as `stop`, so truncation never reads as a natural end."""
     if stats.finish_reason in _OPENAI_FINISH_REASONS:
         return stats.finish_reason
-    # Other reasons (`function_call`, "other") name output this API never sends (legacy
-    # functions are refused): the text that was sent is the whole answer.
+    # Other reasons (`function_call`, "other") have no name in this API (legacy functions
+    # are refused; OpenAI's five values have no "other"): the text that was sent is the
+    # whole answer, as far as anyone can tell. An upstream failure never gets here: it
+    # ends the answer with an error.
     usage = stats.usage
     if max_tokens is not None and usage is not None and usage["completion_tokens"] >= max_tokens:
         return "length"
@@ -170,7 +177,10 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
 
     def done(self, stats: ReframerStats) -> str:
         finish = _dumps({"index": 0, "delta": {}, "logprobs": None, "finish_reason": self._finish_reason(stats)})
-        out = [f"{self._prefix}[{finish}]}}\n\n"]
+        # Frames the Worker could not read are named on the last chunk with choices, where
+        # a client that reads the finish reason looks (an extra key: the SDKs keep it).
+        gap = f',"{SKIPPED_FIELD}":{stats.skipped}' if stats.skipped else ""
+        out = [f"{self._prefix}[{finish}]{gap}}}\n\n"]
         if self._include_usage and stats.usage is not None:
             out.append(f'{self._prefix}[],"usage":{_dumps(openai_usage(stats.usage))}}}\n\n')
         out.append("data: [DONE]\n\n")
@@ -236,6 +246,8 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
             "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": self._finish_reason(stats)}],
             "usage": None if stats.usage is None else openai_usage(stats.usage),
         }
+        if stats.skipped:
+            completion = {**completion, SKIPPED_FIELD: stats.skipped}
         return _dumps(completion)
 
     def error(self, *, code: str, message: str, request_id: str) -> str:

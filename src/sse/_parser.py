@@ -29,6 +29,10 @@ class EventReader:
         """The last event ID buffer: the value of the last `id` field without NUL."""
         self.retry: int | None = None
         """The reconnection time in milliseconds from the last valid `retry` field."""
+        self.stray_boms = 0
+        """Lines that began with U+FEFF, ignored as the spec says (a field named
+        "\ufeffdata" is no field it knows; only the stream's first BOM is stripped), and
+        counted: such a line is a frame that a splice of two streams left unreadable."""
 
     def read(self, block: str) -> list[RawEvent]:
         """The events of `block`, in order."""
@@ -57,6 +61,8 @@ class EventReader:
                 colon = line.find(":")
                 if colon == 0:
                     continue  # a comment
+                if line[0] == "\ufeff":
+                    self.stray_boms += 1
                 if colon < 0:
                     field, value = line, ""
                 else:

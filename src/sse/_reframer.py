@@ -20,10 +20,10 @@ from ._parser import EventReader, RawEvent
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._stop import StopScanner
 
-__all__ = ["Reframer"]
+__all__ = ["CUT_SHORT_REASONS", "Reframer"]
 
-# Finish reasons that say the answer did not end by the model's choice.
-_CUT_SHORT = frozenset({"length", "content_filter", "error"})
+# Finish reasons that say the answer was cut short, not ended by the model's choice.
+CUT_SHORT_REASONS = frozenset({"length", "content_filter"})
 
 
 class Reframer:
@@ -122,7 +122,7 @@ class Reframer:
             chars=self._chars,
             reasoning_deltas=self._reasoning_deltas,
             reasoning_chars=self._reasoning_chars,
-            skipped=normalizer.skipped,
+            skipped=normalizer.skipped + self._reader.stray_boms,
             tool_calls=normalizer.tool_calls,
             finish_reason=self._finish_reason(),
             usage=None if normalizer.usage is None else dict(normalizer.usage),
@@ -133,7 +133,7 @@ class Reframer:
         # An answer that called tools ended to have them run, whatever the model said (a
         # native stream says nothing, some say "stop", a stop sequence may have come
         # after the calls), unless it was cut short.
-        if self._normalizer.tool_calls and reason not in _CUT_SHORT:
+        if self._normalizer.tool_calls and reason not in CUT_SHORT_REASONS:
             return "tool_calls"
         if self._stop is not None and self._stop.matched:
             return "stop"
@@ -318,6 +318,14 @@ class Reframer:
                 deltas += 1
                 chars += len(text)
             if normalizer.tool_events:
+                if stop is not None:
+                    # Text held back in case it began a stop sequence did not: a tool
+                    # call came first. It goes out before the call, in the model's order.
+                    held = stop.flush()
+                    if held:
+                        out.append(delta(held, next(pads)))
+                        deltas += 1
+                        chars += len(held)
                 self._emit_tool_events(out)
             if stop is not None and stop.matched or normalizer.failure is not None:
                 break

@@ -23,7 +23,7 @@ import json
 from typing import Any
 
 from ._events import ToolCall, ToolCallDelta, ToolCallStart
-from ._json import JSONDepthError, loads_bounded
+from ._json import JSONDepthError, JSONNumber, dumps_exact, loads_bounded
 
 __all__ = ["MAX_TOOL_ARGUMENT_CHARS", "MAX_TOOL_CALL_CHARS", "MAX_TOOL_CALLS", "MAX_TOOL_FRAME_BYTES", "ToolCallAssembler", "ToolEvent"]
 
@@ -79,18 +79,19 @@ def _identifier(value: object, limit: int) -> str | None:
 
 
 def _arguments_text(value: object) -> str | None:
-    """An entry's argument text: a string as it is, an object or array (native frames) as
-    compact JSON, nothing as ""; None for anything else (not arguments at all)."""
+    """An entry's argument text: a string as it is, a number as its lexeme (a fragment
+    such as `"arguments": 12`), an object or array (native frames) as compact JSON with
+    every number as sent; nothing as ""; None for anything else (not arguments at all)."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
+    if isinstance(value, JSONNumber):
+        return value.lexeme
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(value, dict | list):
-        try:
-            # 1e400 in the frame reads as inf, which JSON cannot write back.
-            return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        except ValueError:
-            return None
+        return dumps_exact(value)
     return None
 
 

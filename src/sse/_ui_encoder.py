@@ -33,7 +33,6 @@ _FINISH_REASONS = {
     "tool_calls": "tool-calls",
     "function_call": "tool-calls",
     "content_filter": "content-filter",
-    "error": "error",
 }
 
 
@@ -99,8 +98,14 @@ class UIMessageStreamEncoder(Encoder):
         finish: dict[str, object] = {"type": "finish"}
         if stats.finish_reason is not None:
             finish["finishReason"] = _FINISH_REASONS.get(stats.finish_reason, "other")
+        metadata: dict[str, object] = {}
         if stats.usage is not None:
-            finish["messageMetadata"] = {"usage": dict(stats.usage)}
+            metadata["usage"] = dict(stats.usage)
+        if stats.skipped:
+            # Frames the Worker could not read: the answer may have gaps (done.skipped).
+            metadata["skipped"] = stats.skipped
+        if metadata:
+            finish["messageMetadata"] = metadata
         return self._close_part() + _frame({"type": "finish-step"}) + _frame(finish) + "data: [DONE]\n\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:

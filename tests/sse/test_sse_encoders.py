@@ -106,6 +106,7 @@ def test_the_default_json_deltas_of_a_new_encoding_goes_through_delta() -> None:
 def test_every_error_code_has_a_generic_message() -> None:
     assert set(ERROR_MESSAGES) == {
         "generation_failed",
+        "model_unavailable",
         "upstream_timeout",
         "upstream_incomplete",
         "upstream_malformed",

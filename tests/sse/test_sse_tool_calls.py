@@ -171,8 +171,8 @@ def test_arguments_are_parsed_into_an_object_or_an_error(arguments: str, expecte
         pytest.param([start(0, "a\nb", "f")], id="id-with-a-line-end"),
         pytest.param([start(0, "a", "f" * 257)], id="name-too-long"),
         pytest.param([start(0, "a", "")], id="id-without-a-name"),
-        pytest.param([chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": 5}}]})],
-                     id="arguments-a-number"),
+        pytest.param([chunk({"tool_calls": [{"index": 0, "id": "a", "function": {"name": "f", "arguments": True}}]})],
+                     id="arguments-a-boolean"),
     ],
 )
 def test_calls_that_cannot_be_passed_on_end_the_answer_with_one_clean_error(frames: list[str]):
@@ -296,10 +296,22 @@ def test_an_answer_that_continues_a_ui_message_names_it_in_start_and_keeps_its_o
     assert [c["id"] for c in chunks if c["type"] == "text-start"] == ["r-1"]
 
 
-def test_native_object_arguments_with_a_number_json_cannot_write_fail_the_stream():
-    frame = 'data: {"response":"","tool_calls":[{"name":"f","arguments":{"x":1e400}}]}\n\n'
+def test_native_object_arguments_keep_every_number_as_sent():
+    frame = 'data: {"response":"","tool_calls":[{"name":"f","arguments":{"x":1e400,"y":1.10,"z":[-0,7]}}]}\n\n'
     events, _ = sse([frame, DONE])
-    assert events[-1][1]["code"] == "upstream_malformed"
+    call = next(data for kind, data in events if kind == "tool_call")
+    assert call["arguments"] == '{"x":1e400,"y":1.10,"z":[-0,7]}'
+    # Its parsed input cannot hold 1e400: the call says so instead of changing the number.
+    assert call["input"] is None and "too large" in call["input_error"]
+
+
+def test_an_argument_fragment_sent_as_a_number_is_its_lexeme():
+    frames = [chunk({"tool_calls": [{"index": 0, "id": "a", "type": "function", "function": {"name": "f", "arguments": '{"n":'}}]}),
+              'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":0.50}}]}}]}\n\n',
+              chunk({"tool_calls": [{"index": 0, "function": {"arguments": "}"}}]})]
+    events, _ = sse([*frames, FINISH, DONE])
+    call = next(data for kind, data in events if kind == "tool_call")
+    assert call["arguments"] == '{"n":0.50}'
 
 
 def test_two_calls_with_one_id_fail_the_stream():

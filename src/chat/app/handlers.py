@@ -30,6 +30,7 @@ from chat.web.exchange import Exchange, Reply
 from chat.web.routes import ROUTES, Admitted, Match, admit, error_renderer, match
 from sse import (
     ERROR_CODES,
+    SKIPPED_HEADER,
     STREAM_HEADERS,
     Encoder,
     NDJSONEncoder,
@@ -152,7 +153,11 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     body = await collect(started.stream, lifecycle, log_fields=fields)
     code = reframer.last_error_code
     status = 200 if code is None else ERROR_CODES[code].status
-    return exchange.reply(body, status, {"content-type": http.JSON_TYPE})
+    headers = {"content-type": http.JSON_TYPE}
+    skipped = reframer.stats.skipped
+    if code is None and skipped:
+        headers[SKIPPED_HEADER] = str(skipped)  # frames left out: the answer may have gaps
+    return exchange.reply(body, status, headers)
 
 
 async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

@@ -52,7 +52,7 @@ def cors_headers(origin: str | None) -> dict[str, str]:
         return {}
     return {
         "access-control-allow-origin": origin,
-        "access-control-expose-headers": "x-request-id, retry-after",
+        "access-control-expose-headers": "x-request-id, retry-after, x-skipped-frames",
         "vary": "Origin",
     }
 

@@ -15,7 +15,8 @@
 //
 // `streamChat` never rejects for anything the network or the server does; it resolves to
 // one outcome:
-//   {kind: "complete",  text, chunks, requestId, model, done}       a `done` event arrived
+//   {kind: "complete",  text, chunks, requestId, model, done,
+//                       cut, skipped}                               a `done` event arrived
 //   {kind: "error",     text, chunks, requestId, code, message,
 //                       status, retryAfter}                         an `error` event, or a
 //                                                                   non-200 JSON error
@@ -26,6 +27,14 @@
 // `toolCalls`, the calls that arrived whole (as onToolCall had them). A complete answer
 // that asks for them to be run has `done.finish_reason === "tool_calls"`; only then are
 // they meant to be run (a stopped or cut-off answer's calls may be incomplete).
+//
+// A `done` ends the stream, not always the answer. `cut` is null when the model ended the
+// answer itself (`finish_reason` "stop", "tool_calls", "function_call", or null: it did
+// not say); else why the answer may not be whole: "length" (the token budget ran out),
+// "content_filter" (the provider's filter stopped it) or "other" (a reason the Worker does
+// not know, or one this module does not). `skipped` counts the upstream frames the Worker
+// could not read (`done.skipped`, 0 when absent): more than 0, the text may have gaps. An
+// answer is whole only when `cut` is null and `skipped` is 0.
 //
 // Resumable answers (docs/protocol.md, "Resumable answers"): with `resumable: true` the
 // answer is made on the server whoever reads it. When the connection drops, streamChat
@@ -44,6 +53,10 @@
 // a line over `maxLineLength`).
 
 const DEFAULT_MAX_LINE = 1024 * 1024; // the Worker's own cap per upstream line
+// docs/protocol.md, `done.finish_reason`: the reasons with which the model ended the
+// answer itself, and those that cut it short.
+const ENDED_BY_MODEL = new Set(["stop", "tool_calls", "function_call", null]);
+const CUT_SHORT = new Set(["length", "content_filter"]);
 const STOP_WAIT_MS = 3000; // how long a stopped resumable answer may take to end by itself
 
 /** A line splitter for the event-stream format: CR, LF and CRLF all end a line. */
@@ -257,6 +270,13 @@ function toolCallOf(data) {
   return call;
 }
 
+/** What a `done` says of the answer: {cut, skipped} (see the top of this file). */
+function endingOf(done) {
+  const reason = done.finish_reason ?? null;
+  const cut = ENDED_BY_MODEL.has(reason) ? null : CUT_SHORT.has(reason) ? reason : "other";
+  return { cut, skipped: Number.isSafeInteger(done.skipped) && done.skipped > 0 ? done.skipped : 0 };
+}
+
 /** The response of `open()`, or the error it failed with. */
 async function attempt(open) {
   try {
@@ -336,7 +356,7 @@ async function readOnce({ response, error }, state, ending, assembler, options) 
         return null;
       }
       case "done":
-        return ending("complete", { model: state.model, done: data });
+        return ending("complete", { model: state.model, done: data, ...endingOf(data) });
       case "error":
         return ending("error", {
           status: response.status,

@@ -116,6 +116,29 @@ const routes = {
     response.writeHead(200, { "content-type": "text/event-stream" });
     response.end("event: delta\ndata: {not json\n\n");
   },
+  // Some text, then the `done` given as JSON in the query's `done`.
+  async "/ended"(response, request) {
+    const done = JSON.parse(new URL(request.url, "http://x").searchParams.get("done"));
+    response.writeHead(200, { "content-type": "text/event-stream; charset=utf-8" });
+    response.end(event("meta", { request_id: "r-7", model: "m" }) + event("delta", { text: "Some text", p: "" }) + event("done", done));
+  },
+};
+
+// The `done` events of the ending cases, by name (docs/protocol.md, `done`).
+const ENDINGS = {
+  stop: { finish_reason: "stop", skipped: 0 },
+  toolCalls: { finish_reason: "tool_calls", skipped: 0 },
+  functionCall: { finish_reason: "function_call", skipped: 0 },
+  unsaid: { finish_reason: null, skipped: 0 },
+  absent: {},
+  length: { finish_reason: "length", skipped: 0 },
+  contentFilter: { finish_reason: "content_filter", skipped: 0 },
+  other: { finish_reason: "other", skipped: 0 },
+  unknown: { finish_reason: "paused_for_a_reason_not_yet_documented", skipped: 0 },
+  stopWithGaps: { finish_reason: "stop", skipped: 3 },
+  lengthWithGaps: { finish_reason: "length", skipped: 1 },
+  skippedNotACount: { finish_reason: "stop", skipped: "2" },
+  skippedNegative: { finish_reason: "stop", skipped: -1 },
 };
 
 const withId = (id, type, data) => `id: ${id}\n` + event(type, data);
@@ -179,6 +202,11 @@ async function main() {
     results.limited = await observe(base + "/limited");
     results.proxyError = await observe(base + "/proxy-error");
     results.garbled = await observe(base + "/garbled");
+    results.endings = {};
+    for (const [name, done] of Object.entries(ENDINGS)) {
+      const { kind, text, cut, skipped } = await observe(`${base}/ended?done=${encodeURIComponent(JSON.stringify(done))}`);
+      results.endings[name] = { kind, text, cut, skipped };
+    }
     results.nobody = await observe("http://127.0.0.1:9/api/chat");
     results.workerResumable = await observe(workerUrl + "/api/chat", { question, resumable: true });
     results.dropped = await observe(base + "/drop/api/chat", { resumable: true });

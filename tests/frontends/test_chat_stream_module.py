@@ -39,7 +39,7 @@ def run_check(url: str) -> dict[str, Any]:
 
 def test_the_reader_gives_the_workers_answer_with_its_callbacks_and_done(results):
     worker = results["worker"]
-    assert worker["kind"] == "complete"
+    assert worker["kind"] == "complete" and (worker["cut"], worker["skipped"]) == (None, 0), "a whole answer"
     assert worker["text"] == expected_answer(QUESTION) == "".join(worker["seen"]["deltas"])
     assert worker["chunks"] == SLOW_ANSWER_CHUNKS == worker["done"]["chunks"]
     assert worker["seen"]["metas"][0]["request_id"] == worker["requestId"]
@@ -85,6 +85,27 @@ def test_http_errors_give_the_json_code_and_retry_after_or_a_generic_http_error(
     proxy = results["proxyError"]
     assert (proxy["kind"], proxy["status"], proxy["code"]) == ("error", 502, "http_error")
     assert (results["nobody"]["kind"], results["nobody"]["code"]) == ("error", "network_error")
+
+
+@pytest.mark.parametrize(("ending", "cut", "skipped"), [
+    pytest.param("stop", None, 0, id="stop"),
+    pytest.param("toolCalls", None, 0, id="tool_calls"),
+    pytest.param("functionCall", None, 0, id="function_call"),
+    pytest.param("unsaid", None, 0, id="finish_reason null: the model did not say"),
+    pytest.param("absent", None, 0, id="no finish_reason or skipped at all"),
+    pytest.param("length", "length", 0, id="length"),
+    pytest.param("contentFilter", "content_filter", 0, id="content_filter"),
+    pytest.param("other", "other", 0, id="other"),
+    pytest.param("unknown", "other", 0, id="a reason not documented yet is other"),
+    pytest.param("stopWithGaps", None, 3, id="stop with skipped frames"),
+    pytest.param("lengthWithGaps", "length", 1, id="length with skipped frames"),
+    pytest.param("skippedNotACount", None, 0, id="skipped that is not a count"),
+    pytest.param("skippedNegative", None, 0, id="skipped below 0"),
+])
+def test_a_done_says_whether_the_answer_was_cut_short_and_how_many_frames_were_skipped(results, ending, cut, skipped):
+    outcome = results["endings"][ending]
+    assert (outcome["kind"], outcome["text"]) == ("complete", "Some text"), "a `done` always ends the stream as complete"
+    assert (outcome["cut"], outcome["skipped"]) == (cut, skipped)
 
 
 def test_data_that_is_not_json_is_a_malformed_stream_error(results):

@@ -1,33 +1,62 @@
 #!/usr/bin/env python3
-"""Ask the chat Worker one question and print the answer while it streams.
+r"""Ask the chat Worker one question and print the answer while it streams.
 
     python clients/chat_cli.py [--url URL] [--history FILE.json] [--tools FILE.json]
                                [--cancel-after N] [--timeout S] [--raw | --resume]
                                [--token T] "question"
 
 stdout gets the answer text as it arrives, plus a final newline when the text did not
-end with one; so `... > answer.txt` keeps just the answer. stderr gets exactly one status
-line, always the last line written there:
+end with one; so `... > answer.txt` keeps just the answer, byte for byte. On a terminal
+the model's text never drives it: each character a terminal would act on instead of
+showing is written visibly escaped, as Python writes it in a string (`\x1b` is four
+characters there): the C0 controls but newline and tab (`\x1b`, `\x0d`, `\x08`, `\x07`...),
+DEL (`\x7f`), the C1 controls (`\x9b`, a CSI on its own) and the bidi embeddings,
+overrides and isolates (`\u202a`-`\u202e`, `\u2066`-`\u2069`). The marks U+200E, U+200F
+and U+061C are kept: Arabic and Hebrew text needs them. Tool-call lines stay JSON: there
+the same characters get JSON's own escape (`\u001b`, `\u009b`), and the line parses to the
+same call. Text the model writes as `\x1b` itself looks the same: it is only text.
 
-    complete chunks=N chars=M     exit 0   the stream ended with `done` ([DONE] with --raw),
-      [tool_calls=K]                       and K tool calls when the model made some
-    cancelled after N chunks      exit 3   --cancel-after N: left after N chunks
-    output_closed after N chunks  exit 3   stdout was closed (`| head`): left, quietly
-    interrupted after N chunks    exit 130 Ctrl-C (SIGINT): left, no traceback
-    stream_error: CODE            exit 4   an `error` event, an HTTP error, or a client code:
-                                           truncated, timeout, connection_failed,
-                                           http_error, unexpected_response, malformed_stream
+stderr gets exactly one status line, always the last line written there:
 
+    complete chunks=N chars=M          exit 0   the answer ended whole: `done` ([DONE] with
+                                                --raw) with finish_reason stop, tool_calls,
+                                                function_call or none
+    cut_short: REASON chunks=N chars=M exit 5   the answer was cut short: REASON is length
+                                                (the token limit) or content_filter
+    unknown_ending: REASON chunks=N chars=M
+                                       exit 5   the model ended for a reason the Worker does
+                                                not know (REASON other): maybe not whole
+    cancelled after N chunks           exit 3   --cancel-after N: left after N chunks
+    output_closed after N chunks       exit 3   stdout was closed (`| head`): left, quietly
+    interrupted after N chunks         exit 130 Ctrl-C (SIGINT): left, no traceback
+    stream_error: CODE                 exit 4   an `error` event, an HTTP error, or a client code:
+                                                truncated, timeout, connection_failed,
+                                                http_error, unexpected_response, malformed_stream
+
+The three endings add ` tool_calls=K` when the model made K tool calls and ` skipped=S`
+when S frames of the model's output could not be read (`done.skipped`); the exit status
+stays the ending's, and the line before the status line says
+`warning: S frames of the model's output could not be read; the answer may have gaps`.
 When the server gave a message (an `error` event, a JSON error body) it comes on the line
-before the status line, as `error: MESSAGE (request ID[, retry after S s])`. Exit status 2
-means bad usage or an unreadable --history or --tools file (nothing is sent then).
+before the status line, as `error: MESSAGE (request ID[, retry after S s])`. When stderr is
+a terminal these lines are written in reverse video (SGR 7), which model text cannot
+produce, and always start a line of their own. Exit status 2 means bad usage or an
+unreadable --history or --tools file (nothing is sent then).
 `chars` counts Unicode code points.
 --timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
 --token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
 
 --history FILE.json holds the conversation so far (missing: a new one): its turns are sent
 before the question, and a complete answer appends the question and the answer to it, so
-the next run goes on from there. A turn that did not complete is not written.
+the next run goes on from there (skipped frames or not). A turn that did not complete is
+not written: neither a cut-short one nor one that ended for an unknown reason.
+
+--raw reads Workers AI's own frames: the last finish_reason of OpenAI-style chunks is read
+as above (with other servers' names for the same endings: max_tokens is length, eos and
+end_turn are stop; "error" is `stream_error: generation_failed`), a frame that is not a
+JSON object is counted as skipped, and an in-band error object (`{"error": ...}`) is
+`stream_error: generation_failed`. Native frames carry no finish_reason: their answers
+end `complete`.
 
 --resume asks for a resumable answer: when the connection drops (or no event comes for
 --timeout seconds) the client reconnects with Last-Event-ID and goes on where it left off,
@@ -40,7 +69,7 @@ stopped on the server (DELETE): leaving alone would not stop a resumable answer.
 with "tools". The client does not run them: each call the model makes is printed on stdout,
 when it is complete, as one JSON line on its own,
 
-    {"tool_call": {"id": "call_1", "name": "current_time", "arguments": "{\\"timezone\\":\\"UTC\\"}", "input": {"timezone": "UTC"}}}
+    {"tool_call": {"id": "call_1", "name": "current_time", "arguments": "{\"timezone\":\"UTC\"}", "input": {"timezone": "UTC"}}}
 
 with `"input": null` and an `input_error` when the arguments are not a JSON object. A history
 file may hold earlier calls and results (assistant messages with `tool_calls`, `tool`
@@ -76,9 +105,43 @@ MAX_ERROR_BODY = 64 * 1024
 LINE_END = re.compile(r"\r\n|\r|\n")
 
 EXIT_COMPLETE, EXIT_USAGE, EXIT_CANCELLED, EXIT_STREAM_ERROR = 0, 2, 3, 4
+EXIT_NOT_WHOLE = 5  # the answer ended, but not as a whole answer: cut short, or for a reason not known
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 RESUME_ATTEMPTS = 5  # reconnections in a row without a new event before giving up
 RESUME_BACKOFF_S = (0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+# How an answer that ended with `done` ([DONE] with --raw) ended, by its finish_reason
+# (docs/protocol.md). Raw frames are the model's own, so other OpenAI-compatible servers'
+# names for the same endings are read too (the Worker maps them for /api/chat): Anthropic's
+# end_turn, max_tokens and stop_sequence, TGI's eos_token, llama.cpp's eos.
+WHOLE_ENDINGS = frozenset({"stop", "tool_calls", "function_call", "eos", "eos_token", "end_turn", "stop_sequence"})
+CUT_SHORT_ENDINGS = {"length": "length", "max_tokens": "length", "content_filter": "content_filter"}
+# vLLM streams a generation that failed as finish_reason "error"; the Worker sends an
+# `error` event instead (older Workers sent `done` with it).
+FAILED_ENDING = "error"
+SHOWN_REASON = re.compile(r"[a-z_]{1,32}")  # an unknown reason is shown as sent when it reads like one
+
+# What a terminal acts on instead of showing: the C0 controls but newline and tab, DEL, and
+# the C1 controls (ECMA-48: ESC starts a sequence, U+009B is a CSI on its own, U+009D an
+# OSC), and the bidi embeddings, overrides and isolates, which reorder the text after them
+# on display (UAX #9; Trojan Source, CVE-2021-42574). The marks U+200E, U+200F and U+061C
+# stay: Arabic and Hebrew text needs them often, and a mark reorders no letters, only the
+# digits and punctuation next to it, and never past the end of its line.
+ACTED_ON = (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+# On a terminal each is written as Python writes it in a string (`\x1b`, `\u202e`); in a
+# tool-call line as JSON does (`\u001b`), so that the line still parses to the same call.
+TEXT_ESCAPES = {point: f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}" for point in ACTED_ON}
+JSON_ESCAPES = {point: f"\\u{point:04x}" for point in ACTED_ON}
+# The CLI's own lines on a terminal stderr: reverse video (SGR 7), then every attribute
+# off. The model cannot write one: its ESC never reaches the terminal.
+OWN_LINE = "\x1b[7m{}\x1b[0m"
+
+
+def visible(text: str) -> str:
+    """`text` with each character in ACTED_ON written visibly escaped. One character at a
+    time, so a sequence split across deltas is escaped as well as a whole one."""
+    return text.translate(TEXT_ESCAPES)
 
 
 class TextSink(Protocol):
@@ -86,20 +149,39 @@ class TextSink(Protocol):
     def flush(self) -> None: ...
 
 
-class LineTrackingWriter:
-    """Writes through to a stream and remembers whether the text so far ends a line."""
+class AnswerWriter:
+    """Where the answer goes (stdout): the model's text as it arrives, and each complete
+    tool call as a JSON line of its own. With `terminal`, nothing the model sent can drive
+    the terminal (see `visible`); without, the text is written exactly as it came.
+    Remembers whether the output so far ends a line. Raises what the stream raises
+    (BrokenPipeError when stdout was closed)."""
 
-    def __init__(self, stream: TextSink) -> None:
+    def __init__(self, stream: TextSink, *, terminal: bool = False) -> None:
         self._stream = stream
+        self._terminal = terminal
         self.needs_newline = False
 
-    def write(self, text: str) -> int:
+    def text(self, text: str) -> None:
+        self._write(visible(text) if self._terminal else text)
+
+    def tool_call(self, call: dict[str, Any]) -> None:
+        line = json.dumps({"tool_call": call}, ensure_ascii=False)
+        if self._terminal:
+            line = line.translate(JSON_ESCAPES)  # the characters are all inside strings
+        # A line of its own, also when it comes after text that did not end one.
+        self._write(("\n" if self.needs_newline else "") + line + "\n")
+
+    def end_line(self) -> None:
+        """Ends the last line when the text did not, so that `> file` ends with a newline
+        and a status line on the same terminal starts a line of its own."""
+        if self.needs_newline:
+            self._write("\n")
+
+    def _write(self, text: str) -> None:
         if text:
             self.needs_newline = not text.endswith("\n")
-        return self._stream.write(text)
-
-    def flush(self) -> None:
-        self._stream.flush()
+            self._stream.write(text)
+            self._stream.flush()
 
 
 class MalformedStream(Exception):
@@ -183,12 +265,18 @@ class EventStreamParser:
         return None  # retry and unknown fields: nothing this client uses
 
 
+# The kinds of outcome for an answer that ended with `done` ([DONE] with --raw).
+ENDINGS = ("complete", "cut_short", "unknown_ending")
+
+
 @dataclass(frozen=True, kw_only=True)
 class Outcome:
-    kind: str  # "complete", "cancelled", "output_closed", "interrupted" or "error"
+    kind: str  # one of ENDINGS, or "cancelled", "output_closed", "interrupted" or "error"
     chunks: int
     chars: int
     tool_calls: int = 0  # complete tool calls the answer made
+    finish_reason: str | None = None  # of cut_short and unknown_ending: the reason shown
+    skipped: int = 0  # upstream frames that could not be read (`done.skipped`)
     code: str | None = None
     message: str | None = None
     request_id: str | None = None
@@ -198,10 +286,13 @@ class Outcome:
 
     @property
     def status_line(self) -> str:
-        if self.kind == "complete":
-            line = f"complete chunks={self.chunks} chars={self.chars}"
+        if self.kind in ENDINGS:
+            line = self.kind if self.finish_reason is None else f"{self.kind}: {self.finish_reason}"
+            line += f" chunks={self.chunks} chars={self.chars}"
             if self.tool_calls:
                 line += f" tool_calls={self.tool_calls}"
+            if self.skipped:
+                line += f" skipped={self.skipped}"
         elif self.kind in ("cancelled", "output_closed", "interrupted"):
             line = f"{self.kind} after {self.chunks} chunks"
         else:
@@ -209,9 +300,25 @@ class Outcome:
         return line if self.resumed is None else f"{line} resumed={self.resumed}"
 
     @property
+    def report(self) -> list[str]:
+        """What stderr gets: a warning when frames were skipped, the server's message when
+        it gave one, and the status line, always last."""
+        lines = []
+        if self.skipped:
+            frames = "1 frame" if self.skipped == 1 else f"{self.skipped} frames"
+            lines.append(f"warning: {frames} of the model's output could not be read; the answer may have gaps")
+        if self.message or self.retry_after:
+            details = ", ".join(part for part in (
+                f"request {self.request_id}" if self.request_id else "",
+                f"retry after {self.retry_after} s" if self.retry_after else "",
+            ) if part)
+            lines.append(f"error: {self.message or self.code}" + (f" ({details})" if details else ""))
+        return [*lines, self.status_line]
+
+    @property
     def exit_code(self) -> int:
-        codes = {"complete": EXIT_COMPLETE, "cancelled": EXIT_CANCELLED, "output_closed": EXIT_CANCELLED,
-                 "interrupted": EXIT_INTERRUPTED}
+        codes = {"complete": EXIT_COMPLETE, "cut_short": EXIT_NOT_WHOLE, "unknown_ending": EXIT_NOT_WHOLE,
+                 "cancelled": EXIT_CANCELLED, "output_closed": EXIT_CANCELLED, "interrupted": EXIT_INTERRUPTED}
         return codes.get(self.kind, EXIT_STREAM_ERROR)
 
 
@@ -266,8 +373,21 @@ class AnswerReader:
     def outcome(self, kind: str, **fields: Any) -> Outcome:
         fields.setdefault("request_id", self.request_id)
         if kind == "complete":
-            fields["answer"] = self.answer()
+            fields["answer"] = self.answer()  # only a whole answer goes into --history
         return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, tool_calls=self.tool_calls, **fields)
+
+    def ended(self, finish_reason: object, skipped: int) -> Outcome:
+        """The outcome of an answer that ended with `done` ([DONE] with --raw), by its
+        finish_reason (None or "" when the model did not say)."""
+        reason = finish_reason if isinstance(finish_reason, str) or finish_reason is None else "other"
+        if not reason or reason in WHOLE_ENDINGS:
+            return self.outcome("complete", skipped=skipped)
+        if reason in CUT_SHORT_ENDINGS:
+            return self.outcome("cut_short", finish_reason=CUT_SHORT_ENDINGS[reason], skipped=skipped)
+        if reason == FAILED_ENDING:
+            return self.outcome("error", code="generation_failed")
+        shown = reason if SHOWN_REASON.fullmatch(reason) else "other"
+        return self.outcome("unknown_ending", finish_reason=shown, skipped=skipped)
 
 
 class ProtocolReader(AnswerReader):
@@ -291,7 +411,9 @@ class ProtocolReader(AnswerReader):
         elif event.type == "tool_call":
             return Reading(tool_call=_tool_call(data))
         elif event.type == "done":
-            return Reading(outcome=self.outcome("complete"))
+            skipped = data.get("skipped")
+            counted = skipped if isinstance(skipped, int) and not isinstance(skipped, bool) and skipped > 0 else 0
+            return Reading(outcome=self.ended(data.get("finish_reason"), counted))
         elif event.type == "error":
             code = data.get("code") if isinstance(data.get("code"), str) else "internal_error"
             message = data.get("message") if isinstance(data.get("message"), str) else None
@@ -313,28 +435,41 @@ def _tool_call(data: dict[str, Any]) -> dict[str, Any] | None:
 
 class RawReader(AnswerReader):
     """/api/chat/raw: Workers AI's own frames, `data: {"response": ...}` and `data: [DONE]`
-    (OpenAI-style `chat.completion.chunk` frames are read too). Without [DONE] the answer
-    is not complete: raw frames have no error event."""
+    (OpenAI-style `chat.completion.chunk` frames are read too, with their finish_reason).
+    Without [DONE] the answer is not complete: raw frames have no error event, but an
+    in-band error object (vLLM's `{"error": {...}}`, or `{"object": "error", ...}`) ends
+    the answer as failed. A frame that is not a JSON object is counted as skipped."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._finish_reason: object = None  # the last one a frame gave
+        self._skipped = 0
 
     def _interpret(self, event: Event) -> Reading:
         if event.data.strip() == "[DONE]":
-            return Reading(outcome=self.outcome("complete"))
+            return Reading(outcome=self.ended(self._finish_reason, self._skipped))
         try:
             frame = json.loads(event.data)
-        except ValueError:
-            return NOTHING
+        except (ValueError, RecursionError):
+            frame = None
         if not isinstance(frame, dict):
+            self._skipped += 1
             return NOTHING
+        if frame.get("error") not in (None, False, "") or frame.get("object") == "error":
+            return Reading(outcome=self.outcome("error", code="generation_failed"))  # its text is the provider's
+        choices = frame.get("choices")
+        choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+        for finish_reason in (frame.get("finish_reason"), choice.get("finish_reason")):
+            if finish_reason is not None and finish_reason != "":
+                self._finish_reason = finish_reason
         response = frame.get("response")
         if isinstance(response, str):
             return Reading(text=response)
         if isinstance(response, int | float) and not isinstance(response, bool):
             return Reading(text=str(response))
-        choices = frame.get("choices")
-        if isinstance(choices, list) and choices and isinstance(choices[0], dict):
-            delta = choices[0].get("delta")
-            if isinstance(delta, dict) and isinstance(delta.get("content"), str):
-                return Reading(text=delta["content"])
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and isinstance(delta.get("content"), str):
+            return Reading(text=delta["content"])
         return NOTHING
 
 
@@ -398,7 +533,7 @@ async def ask(
     """Stream one answer to `out` (its text, and each complete tool call as a JSON line);
     returns how it ended. Never raises for network or server behaviour."""
     base = url.rstrip("/")
-    writer = out if isinstance(out, LineTrackingWriter) else LineTrackingWriter(out)
+    writer = out if isinstance(out, AnswerWriter) else AnswerWriter(out)
     path = "/api/chat/raw" if raw else "/api/chat"
     headers = {"accept": "text/event-stream", "content-type": "application/json"}
     if token:
@@ -472,7 +607,7 @@ def _resumed_parser(last_event_id: str) -> EventStreamParser:
 
 async def _exchange(
     client: httpx.AsyncClient, request: httpx.Request, parser: EventStreamParser, reader: AnswerReader,
-    deadline: Deadline, out: LineTrackingWriter, cancel_after: int | None,
+    deadline: Deadline, out: AnswerWriter, cancel_after: int | None,
     on_cancel: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     try:
@@ -497,7 +632,7 @@ async def _exchange(
 
 async def read_answer(
     chunks: AsyncIterator[bytes], parser: EventStreamParser, reader: AnswerReader, deadline: Deadline,
-    out: LineTrackingWriter, cancel_after: int | None,
+    out: AnswerWriter, cancel_after: int | None,
 ) -> Outcome:
     """Reads one response body's events: text and tool calls to `out`, until a terminal
     event (its outcome), --cancel-after, or the end of the body (truncated). Never raises
@@ -516,12 +651,9 @@ async def read_answer(
                 deadline.restart()
                 reading = reader.take(event)
                 if reading.text:
-                    out.write(reading.text)
-                    out.flush()
+                    out.text(reading.text)
                 if reading.tool_call is not None:
-                    # A line of its own, also when it comes after text that did not end one.
-                    out.write(("\n" if out.needs_newline else "") + json.dumps({"tool_call": reading.tool_call}, ensure_ascii=False) + "\n")
-                    out.flush()
+                    out.tool_call(reading.tool_call)
                 if reading.outcome is not None:
                     return reading.outcome  # rule 2: nothing after a terminal event is read
                 if cancel_after is not None and reader.chunks >= cancel_after:
@@ -618,7 +750,8 @@ def positive_float(text: str) -> float:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Ask the chat Worker a question; the answer streams to stdout, one status line to stderr.",
-        epilog="exit status: 0 complete, 3 cancelled, 4 stream error, 2 usage",
+        epilog="exit status: 0 complete; 5 cut short (length, content_filter) or ended for a reason not known "
+               "(other); 3 cancelled or stdout closed; 4 stream error; 130 interrupted; 2 usage",
     )
     parser.add_argument("question")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the Worker (default {DEFAULT_URL})")
@@ -660,7 +793,7 @@ def main(argv: list[str] | None = None) -> int:
     # Model text may hold a lone surrogate (docs/protocol.md): print it as U+FFFD, not a crash.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
-    writer = LineTrackingWriter(sys.stdout)
+    writer = AnswerWriter(sys.stdout, terminal=sys.stdout.isatty())
     outcome = asyncio.run(ask(
         args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
         token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
@@ -670,21 +803,18 @@ def main(argv: list[str] | None = None) -> int:
         # Nothing more can reach stdout: point it at /dev/null, so that the flush at exit
         # does not print an error about the closed pipe (Python's documented way).
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    elif writer.needs_newline:
-        sys.stdout.write("\n")
-        sys.stdout.flush()
+    else:
+        writer.end_line()
     if args.history is not None and outcome.answer is not None:
         try:
             append_turn(args.history, history, args.question, outcome.answer)
         except OSError as problem:
             print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
-    if outcome.message or outcome.retry_after:
-        details = ", ".join(part for part in (
-            f"request {outcome.request_id}" if outcome.request_id else "",
-            f"retry after {outcome.retry_after} s" if outcome.retry_after else "",
-        ) if part)
-        print(f"error: {outcome.message or outcome.code}" + (f" ({details})" if details else ""), file=sys.stderr)
-    print(outcome.status_line, file=sys.stderr, flush=True)
+    terminal = sys.stderr.isatty()
+    for line in outcome.report:
+        # The server's message and code are escaped too: on a terminal nothing but the CLI
+        # writes escape sequences.
+        print(OWN_LINE.format(visible(line)) if terminal else line, file=sys.stderr, flush=True)
     return outcome.exit_code
 
 

@@ -14,10 +14,10 @@ from collections.abc import AsyncIterator
 import pytest
 
 from clients.chat_cli import (
+    AnswerWriter,
     Deadline,
     Event,
     EventStreamParser,
-    LineTrackingWriter,
     MalformedStream,
     Outcome,
     ProtocolReader,
@@ -179,7 +179,7 @@ def test_a_tool_call_after_text_that_did_not_end_a_line_is_printed_on_a_line_of_
         yield body
 
     out = io.StringIO()
-    outcome = asyncio.run(read_answer(chunks(), EventStreamParser(), ProtocolReader(), Deadline(None), LineTrackingWriter(out), None))
+    outcome = asyncio.run(read_answer(chunks(), EventStreamParser(), ProtocolReader(), Deadline(None), AnswerWriter(out), None))
     line = json.dumps({"tool_call": {**CALL, "input": {"timezone": "UTC"}}})
     assert out.getvalue() == f"Let me look.\n{line}\nDone.\n{line.replace('call_1', 'call_2')}\n"
     assert outcome.status_line == "complete chunks=2 chars=18 tool_calls=2"

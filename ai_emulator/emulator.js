@@ -22,6 +22,7 @@
 //   AI_FRAMES_PER_CHUNK   frames per network chunk when unpaced (default 3)
 //   AI_STAMP_TOKENS       "1": each token is "<t=ms>", its send time (latency benchmarks)
 //   AI_SCRIPT             a JSON test script (see README: "Scripted upstreams")
+//   AI_QUIRKS             comma-separated upstream quirks the generated replies carry (REPLY_QUIRKS)
 import { WorkerEntrypoint } from "cloudflare:workers";
 
 const encoder = new TextEncoder();
@@ -411,8 +412,9 @@ function toolResultTokens(messages, random) {
 // A reply is drawn lazily from generators seeded by the conversation, so a 100,000-token
 // benchmark reply costs the emulator no memory to speak of.
 const NO_TOOLS = { tools: [], choice: "auto", parallel: true };
+const NO_QUIRKS = new Set();
 
-function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling = NO_TOOLS) {
+function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling = NO_TOOLS, quirks = NO_QUIRKS) {
   const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
   const seed = fnv1a(JSON.stringify(messages));
   const tokenRandom = seededRandom(seed);
@@ -431,13 +433,15 @@ function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling =
   const usage = { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
   if (cachedTokens !== null) usage.prompt_tokens_details = { cached_tokens: cachedTokens };
   let prefixed = 0;
+  const nextToken = prose?.nextToken
+    ?? (() => (prefixed < prefix.length ? prefix[prefixed++] : VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)]));
   return {
     seed,
     count,
     reasoningCount,
     toolCalls: toolCalls?.calls ?? null,
-    nextToken: prose?.nextToken
-      ?? (() => (prefixed < prefix.length ? prefix[prefixed++] : VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)])),
+    nextToken: quirks.has("numbers") ? withNumberTokens(nextToken) : nextToken,
+    quirks,
     nextThought: prose?.nextThought ?? (() => THOUGHTS[Math.floor(tokenRandom() * THOUGHTS.length)]),
     random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
     usage,
@@ -460,14 +464,25 @@ const nativeToolCalls = (reply) => reply.toolCalls.filter((call) => call.complet
   .map((call) => ({ name: call.name, arguments: JSON.parse(call.json) }));
 
 function* nativeFrames(reply) {
+  const failsMidway = reply.quirks.has("error_midway");
   if (reply.toolCalls) {
+    if (failsMidway) { // half of one whole frame is none of it
+      yield errorPayload({});
+      return;
+    }
     const calls = nativeToolCalls(reply);
     if (calls.length > 0) yield { response: "", tool_calls: calls, p: padding(reply.random) };
   }
   for (let i = 0; i < reply.count; i++) {
+    if (failsMidway && i === Math.floor(reply.count / 2)) break;
     const token = reply.nextToken();
     // Latency probes: the token carries its own send time (the clock the client reads).
-    yield { response: reply.stamp ? `<t=${Date.now()}>` : token, p: padding(reply.random) };
+    const frame = { response: reply.stamp ? `<t=${Date.now()}>` : token, p: padding(reply.random) };
+    yield sentAsNumber(reply, frame.response) ? rawJson({ ...frame, response: RAW }, token) : frame;
+  }
+  if (failsMidway) {
+    yield errorPayload({});
+    return;
   }
   yield { response: "", usage: reply.usage };
 }
@@ -495,19 +510,40 @@ function* openaiFrames(reply, model, reasoningField) {
   yield chunk({ role: "assistant", content: "" }, 0);
   let completion = 0;
   for (let i = 0; i < reply.reasoningCount; i++) yield chunk({ [reasoningField]: reply.nextThought() }, ++completion);
+  const failsMidway = reply.quirks.has("error_midway");
+  const finish = (reason) => (reply.quirks.has("finish_alias") ? FINISH_ALIASES[reason] ?? reason : reason);
   if (reply.toolCalls) {
+    const fragments = reply.toolCalls.reduce((total, call) => total + call.fragments.length, 0);
+    let sent = 0;
     for (const [index, call] of reply.toolCalls.entries()) {
       yield chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }, completion);
-      for (const fragment of call.fragments) yield chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }, ++completion);
+      for (const fragment of call.fragments) {
+        if (failsMidway && sent++ === Math.floor(fragments / 2)) {
+          yield errorPayload({});
+          return;
+        }
+        yield chunk({ tool_calls: [{ index, function: { arguments: fragment } }] }, ++completion);
+      }
     }
-    yield chunk({}, completion, reply.truncated ? "length" : "tool_calls");
+    if (failsMidway) {
+      yield errorPayload({});
+      return;
+    }
+    yield chunk({}, completion, finish(reply.truncated ? "length" : "tool_calls"));
     yield { id, object: "chat.completion.chunk", created, model, choices: [], usage: usageAfter(completion) };
     return;
   }
   for (let i = 0; i < reply.count; i++) {
-    yield chunk({ content: reply.stamp ? `<t=${Date.now()}>` : reply.nextToken() }, ++completion);
+    if (failsMidway && i === Math.floor(reply.count / 2)) break;
+    const token = reply.stamp ? `<t=${Date.now()}>` : reply.nextToken();
+    completion += 1;
+    yield sentAsNumber(reply, token) ? rawJson(chunk({ content: RAW }, completion), token) : chunk({ content: token }, completion);
   }
-  yield chunk({ content: "" }, completion, reply.truncated ? "length" : "stop");
+  if (failsMidway) {
+    yield errorPayload({});
+    return;
+  }
+  yield chunk({ content: "" }, completion, finish(reply.truncated ? "length" : "stop"));
   yield { id, object: "chat.completion.chunk", created, model, choices: [], usage: usageAfter(completion) };
 }
 
@@ -549,6 +585,188 @@ async function* generatedChunks(reply, model, framing, reasoningField) {
   }
 }
 
+// --- Upstream quirks (issue 27) -----------------------------------------------------------
+// Shapes real upstreams send that the plain replies above never do, each beside the field
+// report or the source it comes from, so that tests and the runtime fuzzer feed the Worker
+// the real ones. A script step {"quirk": NAME, ...fields} sends one as one network chunk
+// (QUIRK_STEPS); AI_QUIRKS, or a script that generates, makes generated replies carry some
+// (REPLY_QUIRKS). Numbers arrive as lexeme strings and are written into the JSON text as
+// they are: a JS number would lose its lexeme (1.10 becomes 1.1, 1e400 Infinity), and the
+// lexeme is what a reader must keep.
+
+// A payload holds RAW where raw JSON text goes (only one place per payload).
+const RAW = "\u0000raw\u0000";
+const rawJson = (payload, raw) => JSON.stringify(payload).replace(JSON.stringify(RAW), () => raw);
+// RFC 8259's number grammar.
+const JSON_NUMBER = /^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$/;
+
+// The chunk a quirk is framed in: Workers AI's OpenAI-style chunk for current models
+// (compact; id, object, created, model; one choice with logprobs and finish_reason). The id
+// and created are fixed, so that a script sends the same bytes on every run.
+const QUIRK_CHUNK_ID = "chatcmpl-quirk";
+const QUIRK_CHUNK_CREATED = 1764000000;
+const quirkChunk = (model, choice, finishReason = null) => ({
+  id: QUIRK_CHUNK_ID, object: "chat.completion.chunk", created: QUIRK_CHUNK_CREATED, model,
+  choices: [{ index: 0, ...choice, logprobs: null, finish_reason: finishReason }],
+});
+const dataLine = (json) => `data: ${json}\n\n`;
+
+// A field of a quirk step: its value (or `fallback` when it is left out) if `accepts` it.
+function quirkField(step, name, wanted, accepts, fallback) {
+  const value = Object.hasOwn(step, name) ? step[name] : fallback;
+  if (value === undefined || !accepts(value)) {
+    throw new Error(`script step ${JSON.stringify(step)}: ${name} must be ${wanted}`);
+  }
+  return value;
+}
+const isString = (value) => typeof value === "string";
+const lexemeOf = (step) => quirkField(step, "lexeme", "a JSON number as a string (\"1.10\", \"1e400\")",
+  (value) => isString(value) && JSON_NUMBER.test(value));
+const rawValueOf = (step) => quirkField(step, "json", "JSON text as a string", (value) => {
+  try {
+    JSON.parse(value);
+    return isString(value);
+  } catch {
+    return false;
+  }
+});
+
+// vLLM's error fields (ErrorInfo: message, type, param, code), in its order. `code` is
+// written as JSON: vLLM's is the HTTP status, an integer.
+const errorInfo = (step) => ({
+  message: quirkField(step, "message", "a string", isString, "generation failed"),
+  type: quirkField(step, "type", "a string", isString, "InternalServerError"),
+  param: null,
+  code: quirkField(step, "code", "a number or a string", (value) => typeof value === "number" || isString(value), 500),
+});
+// The payload vLLM ends a failed generation with (error_object below).
+const errorPayload = (step) => JSON.stringify({ error: errorInfo(step) });
+
+const TEXT_FIELDS = {
+  "delta.text": (text) => ({ delta: { text } }),
+  text: (text) => ({ text }),
+  "message.content": (text) => ({ message: { content: text } }),
+};
+
+// Each quirk step's wire text, from the step's fields and the model the call reached.
+const QUIRK_STEPS = {
+  // vLLM's OpenAI-compatible server ends a generation that fails part-way with an error
+  // frame, then [DONE]: create_streaming_error_response (vllm-project/vllm,
+  // vllm/entrypoints/openai/serving_chat.py; a GenerationError is InternalServerError, 500).
+  // Workers AI's OpenAI-style streams share vLLM's chunk shape (its chatcmpl-tool- ids, its
+  // null entries). Compact here; vLLM's json.dumps puts a space after each , and :. Only the
+  // error frame: a script sends [DONE] itself.
+  error_object: (step) => dataLine(errorPayload(step)),
+  // An ErrorResponse written into the stream whole: older vLLM's error body (object "error",
+  // then the fields at the top level; newer versions nest them under "error"), which other
+  // OpenAI-compatible servers put into a stream.
+  error_body: (step) => dataLine(JSON.stringify({ object: "error", ...errorInfo(step) })),
+  // A last chunk whose finish_reason is any string: vLLM's "error" (a generation that failed
+  // inside the engine), aliases other servers send ("max_tokens", "eos", "end_turn"),
+  // OpenAI's "content_filter" and "length" (issue 27, "Finish reasons").
+  finish: (step, model) => dataLine(JSON.stringify(quirkChunk(model, { delta: {} },
+    quirkField(step, "reason", "a string", isString)))),
+  // delta.content as a JSON number: Workers AI's OpenAI-compatible endpoint streamed
+  // {"delta":{"content":6}} from llama-3.3-70b-fp8-fast on 2026-09-02 (cloudflare/ai issue
+  // 651); the same in mastra-ai/mastra issue 18289 and decolua/9router issue 1645.
+  number_content: (step, model) => dataLine(rawJson(quirkChunk(model, { delta: { content: RAW } }), lexemeOf(step))),
+  // The same reports' shape in the reasoning field ("reasoning_content", or Kimi's and newer
+  // vLLM's "reasoning"): issue 27 saw reasoning_content: 5 dropped.
+  number_reasoning: (step, model) => {
+    const field = quirkField(step, "field", "\"reasoning_content\" or \"reasoning\"",
+      (value) => value === "reasoning_content" || value === "reasoning", "reasoning_content");
+    return dataLine(rawJson(quirkChunk(model, { delta: { [field]: RAW } }), lexemeOf(step)));
+  },
+  // A native frame whose response is a JSON number: the reports above in the native
+  // framing, where a reader that goes through a float loses 1.10's lexeme and 1e400 whole.
+  number_response: (step) => dataLine(rawJson({ response: RAW }, lexemeOf(step))),
+  // delta.content as OpenAI's content-part array, the shape of a message's content
+  // ([{"type": "text", "text": ...}]), which some OpenAI-compatible servers stream.
+  content_parts: (step, model) => {
+    const texts = quirkField(step, "texts", "a list of strings", (value) => Array.isArray(value) && value.every(isString));
+    return dataLine(JSON.stringify(quirkChunk(model, { delta: { content: texts.map((text) => ({ type: "text", text })) } })));
+  },
+  // delta.content as any other JSON value (true, {"a":1}, [1,2]): shapes no text field
+  // should carry, given raw so that nothing is lost on the way in (issue 27, rule 2).
+  content_value: (step, model) => dataLine(rawJson(quirkChunk(model, { delta: { content: RAW } }), rawValueOf(step))),
+  // The text in another field of choices[0] than delta.content: delta.text, text (the
+  // Completions API's chunk) or message.content (a whole chat.completion's, sent as a
+  // chunk): what OpenAI-compatible servers send in place of delta.content (issue 27).
+  text_field: (step, model) => {
+    const where = quirkField(step, "where", "\"delta.text\", \"text\" or \"message.content\"", (value) => Object.hasOwn(TEXT_FIELDS, value));
+    return dataLine(JSON.stringify(quirkChunk(model, TEXT_FIELDS[where](quirkField(step, "text", "a string", isString)))));
+  },
+  // Both reasoning fields in one delta, one of them empty: vLLM renamed reasoning_content to
+  // reasoning (vllm-project/vllm RFC 27755), and servers that keep both names send both
+  // (Blaizzy/mlx-vlm pull request 1411; vllm-project/vllm pull request 34030 proposed it).
+  reasoning_pair: (step, model) => dataLine(JSON.stringify(quirkChunk(model, { delta: {
+    reasoning_content: quirkField(step, "reasoning_content", "a string", isString),
+    reasoning: quirkField(step, "reasoning", "a string", isString),
+  } }))),
+  // A tool call whose arguments fragment is a JSON number, in the entry that starts the
+  // call with its id and name: number_content's reports applied to the arguments, which
+  // issue 27's rule 2 covers (no field report of this one yet).
+  tool_arguments_number: (step, model) => {
+    const call = {
+      index: quirkField(step, "index", "an integer", Number.isInteger, 0),
+      id: quirkField(step, "id", "a string", isString, "chatcmpl-tool-0123456789abcdef"),
+      type: "function",
+      function: { name: quirkField(step, "name", "a string", isString, "get_weather"), arguments: RAW },
+    };
+    return dataLine(rawJson(quirkChunk(model, { delta: { tool_calls: [call] } }), lexemeOf(step)));
+  },
+  // A byte-order mark (EF BB BF) before a data: line that is not the stream's first, as
+  // concatenated bodies or a misbehaving proxy produce. The WHATWG rule strips only the
+  // stream's first BOM ("One leading U+FEFF BYTE ORDER MARK character must be ignored if
+  // any are present"), so this line's field name is "\uFEFFdata".
+  bom_line: (step) => `\uFEFF${dataLine(JSON.stringify({ response: quirkField(step, "text", "a string", isString) }))}`,
+};
+
+function quirkText(step, model) {
+  if (!Object.hasOwn(QUIRK_STEPS, step.quirk)) throw new Error(`unknown script step quirk: ${JSON.stringify(step)}`);
+  return QUIRK_STEPS[step.quirk](step, model);
+}
+
+// The quirks generated replies can carry (AI_QUIRKS; devtools/dev.py keeps the same list):
+//   numbers       tokens that are numbers are sent as raw JSON numbers (response, or
+//                 delta.content), and the reply opens with NUMBER_FRAGMENT (the reports of
+//                 number_content above)
+//   error_midway  after half the reply (its text, or its tool calls' argument fragments),
+//                 error_object's frame, then [DONE] (vLLM's failed generation)
+//   finish_alias  OpenAI framing: the last chunk's finish_reason "max_tokens" for "length"
+//                 and "eos" for "stop" ("tool_calls" stays)
+const REPLY_QUIRKS = ["numbers", "error_midway", "finish_alias"];
+const FINISH_ALIASES = { length: "max_tokens", stop: "eos" };
+// A made-up fragment whose numbers are tokens of their own: a price, a lexeme a float
+// would change, a citation.
+const NUMBER_FRAGMENT = ["It costs ", "0.005", " dollars, about ", "1.10", " euros [", "1", "]. "];
+
+function replyQuirks(names, where) {
+  const quirks = new Set();
+  for (const name of names) {
+    if (!REPLY_QUIRKS.includes(name)) throw new Error(`${where}: unknown quirk ${JSON.stringify(name)}; known: ${REPLY_QUIRKS.join(", ")}`);
+    quirks.add(name);
+  }
+  return quirks;
+}
+
+// AI_QUIRKS "numbers": the reply opens with NUMBER_FRAGMENT, and a number after spaces
+// (a prose table's " 2") becomes a token of its own, so the frames send it raw.
+function withNumberTokens(nextToken) {
+  const queue = [...NUMBER_FRAGMENT];
+  return () => {
+    if (queue.length === 0) {
+      const token = nextToken();
+      const spaces = token.length - token.trimStart().length;
+      if (spaces === 0 || spaces === token.length || !JSON_NUMBER.test(token.slice(spaces))) return token;
+      queue.push(token.slice(0, spaces), token.slice(spaces));
+    }
+    return queue.shift();
+  };
+}
+
+const sentAsNumber = (reply, token) => reply.quirks.has("numbers") && JSON_NUMBER.test(token);
+
 function base64Bytes(text) {
   const binary = atob(text);
   return Uint8Array.from(binary, (c) => c.charCodeAt(0));
@@ -556,9 +774,10 @@ function base64Bytes(text) {
 
 class ScriptedStreamError extends Error {}
 
-async function* scriptedChunks(inputs, script) {
+async function* scriptedChunks(inputs, script, model) {
   for (const step of script.steps ?? []) {
-    if (step.sleep_ms !== undefined) await sleep(step.sleep_ms);
+    if (step.quirk !== undefined) yield encoder.encode(quirkText(step, model));
+    else if (step.sleep_ms !== undefined) await sleep(step.sleep_ms);
     else if (step.send_b64 !== undefined) yield base64Bytes(step.send_b64);
     else if (step.repeat !== undefined) for (let i = 0; i < step.repeat; i++) yield encoder.encode(step.send);
     else if (step.send !== undefined) yield encoder.encode(step.send);
@@ -647,6 +866,7 @@ function readSettings(env) {
     replyTokens: Number(env.AI_REPLY_TOKENS ?? "0"),
     framesPerChunk: Math.max(1, Number(env.AI_FRAMES_PER_CHUNK ?? "3")),
     stampTokens: env.AI_STAMP_TOKENS === "1",
+    quirks: replyQuirks((env.AI_QUIRKS ?? "").split(",").map((name) => name.trim()).filter(Boolean), "AI_QUIRKS"),
   };
 }
 
@@ -775,10 +995,18 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const settings = readSettings(this.env);
     const context = { model, call: crypto.randomUUID() };
     // A script may give some models, or some prompts (the last user message), a script of
-    // their own: fallbacks, and whole fault matrices served by one runtime.
+    // their own: fallbacks, and whole fault matrices served by one runtime. A script with
+    // `generate: true` answers with a generated reply instead of steps, carrying its own
+    // `quirks` (AI_QUIRKS' when it names none), so one runtime serves both.
     const messages = Array.isArray(inputs?.messages) ? inputs.messages : [];
     const prompt = lastUserContent(messages);
     const script = settings.script?.models?.[model] ?? settings.script?.prompts?.[prompt] ?? settings.script;
+    const generates = !script || script.generate === true;
+    if (script?.generate === true && (script.steps ?? []).length > 0) throw new Error("a script that generates has no steps");
+    if (script?.quirks !== undefined && !(script.generate === true && Array.isArray(script.quirks))) {
+      throw new Error("a script's quirks are a list, in a script that generates");
+    }
+    const quirks = script?.quirks !== undefined ? replyQuirks(script.quirks, "script quirks") : settings.quirks;
     const described = describeCall(inputs, options);
     let entry;
     try {
@@ -791,7 +1019,8 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const aliased = entry.id !== model ? { aliased_to: entry.id } : {};
     lastGatewayLogId = options?.gateway ? `01${crypto.randomUUID().replaceAll("-", "").slice(0, 24).toUpperCase()}` : null;
     const gatewayLog = lastGatewayLogId ? { gateway_log_id: lastGatewayLogId } : {};
-    const record = { event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: Boolean(script) };
+    const record = { event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: !generates,
+      ...(generates && quirks.size > 0 ? { quirks: [...quirks] } : {}) };
     let thinking, tooling;
     try {
       thinking = thinkingTokens(entry, inputs ?? {});
@@ -807,9 +1036,9 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
       log({ event: "ai_start_failed", ...context });
       throw new Error(script.fail_start);
     }
-    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling), settings };
+    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling, quirks), settings };
     if (inputs?.stream) {
-      const chunks = script ? scriptedChunks(inputs, script) : generatedChunks(reply, entry.id, framing, entry.reasoning?.field);
+      const chunks = generates ? generatedChunks(reply, entry.id, framing, entry.reasoning?.field) : scriptedChunks(inputs, script, entry.id);
       const stream = streamFrom(chunks, context, this.ctx);
       return canError(script) ? nativeStream(stream, this.ctx) : stream;
     }

@@ -2,14 +2,16 @@
 
     python devtools/dev.py [--port N] [--var KEY:VALUE ...] [--ai-script FILE]
                            [--ai-format native|openai] [--ai-style prose|words]
-                           [--ai-plan paid|free] [--ai-pace TOKENS_PER_S] [--rate-limit N]
+                           [--ai-plan paid|free] [--ai-pace TOKENS_PER_S] [--ai-quirks NAME,...]
+                           [--rate-limit N]
 
 The Worker's local configuration is derived from wrangler.toml (the production file
 stays the single source of [vars]): the development compatibility flags are added and
 the AI binding becomes a service binding to the emulator, which is handed the model
 catalog (src/chat/model/catalog.py) so that it streams each model as Workers AI does (--ai-format
 overrides the framing for every model; --ai-style words swaps the readable answers for the
-tests' vocabulary); --rate-limit replaces the limit of the rate limiter binding. wrangler
+tests' vocabulary; --ai-quirks makes the generated replies carry upstream quirks, such as
+numbers sent as raw JSON numbers); --rate-limit replaces the limit of the rate limiter binding. wrangler
 runs both Workers in one workerd, started through devtools/workerd-offline so the Pyodide
 development bundle is loaded from disk.
 Prints wrangler's "Ready on http://..." line and every log line; Ctrl-C (or SIGTERM)
@@ -39,6 +41,18 @@ WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
 BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"
 EMULATOR_NAME = "workers-ai-emulator"
 DEV_FLAGS = ("python_workers", "python_workers_development", "disable_python_external_sdk")
+# The upstream quirks the emulator's generated replies can carry (REPLY_QUIRKS in
+# ai_emulator/emulator.js, which says what each does).
+AI_QUIRKS = ("numbers", "error_midway", "finish_alias")
+
+
+def ai_quirks(value: str) -> tuple[str, ...]:
+    """The quirks of `--ai-quirks a,b`; argparse.ArgumentTypeError names an unknown one."""
+    names = tuple(dict.fromkeys(name.strip() for name in value.split(",") if name.strip()))
+    unknown = [name for name in names if name not in AI_QUIRKS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown quirk {', '.join(map(repr, unknown))}; known: {', '.join(AI_QUIRKS)}")
+    return names
 
 
 def local_worker_config(production: dict[str, Any], main: str | None = None, rate_limit: int | None = None) -> dict[str, Any]:
@@ -81,6 +95,8 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
     variables["AI_FRAMES_PER_CHUNK"] = str(args.ai_frames_per_chunk)
     if args.ai_stamp_tokens:
         variables["AI_STAMP_TOKENS"] = "1"
+    if args.ai_quirks:
+        variables["AI_QUIRKS"] = ",".join(args.ai_quirks)
     if args.ai_script:
         script = json.loads(Path(args.ai_script).read_text(encoding="utf-8"))
         if not isinstance(script, dict) or not isinstance(script.get("steps", []), list):
@@ -129,6 +145,9 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ai-reply-tokens", type=int, default=0, metavar="N", help="force the reply length")
     parser.add_argument("--ai-frames-per-chunk", type=int, default=3, metavar="N", help="frames per network chunk when unpaced")
     parser.add_argument("--ai-stamp-tokens", action="store_true", help="tokens carry their send time (latency benchmarks)")
+    parser.add_argument("--ai-quirks", type=ai_quirks, default=(), metavar="NAME,...",
+                        help=f"generated replies carry these upstream quirks: {', '.join(AI_QUIRKS)} "
+                             "(README: \"Upstream quirks\")")
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
     parser.add_argument("--persist-to", metavar="DIR",
                         help="keep Durable Object state in DIR across runs (default: a fresh directory per run)")

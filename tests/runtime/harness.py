@@ -74,6 +74,9 @@ class RuntimeOptions:
     ai_reply_tokens: int = 0
     ai_frames_per_chunk: int = 3
     ai_stamp_tokens: bool = False
+    # dev.py --ai-quirks: upstream quirks the generated replies carry, comma-separated
+    # ("numbers,error_midway"; ai_emulator/emulator.js REPLY_QUIRKS); "" for none.
+    ai_quirks: str = ""
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)
     # Chat requests per client per 60 s (dev.py --rate-limit): None = wrangler.toml's limit,
@@ -129,6 +132,8 @@ class LocalRuntime:
         command += ["--ai-frames-per-chunk", str(self.options.ai_frames_per_chunk)]
         if self.options.ai_stamp_tokens:
             command.append("--ai-stamp-tokens")
+        if self.options.ai_quirks:
+            command += ["--ai-quirks", self.options.ai_quirks]
         if self.options.main:
             command += ["--main", self.options.main]
         if self.options.rate_limit is not None:

@@ -82,6 +82,36 @@ def echo() -> Step:
     return {"echo": True}
 
 
+def quirk(name: str, /, **fields: Any) -> Step:
+    """One chunk in a shape a real upstream sends (ai_emulator/emulator.js QUIRK_STEPS names
+    each one's source). OpenAI-style chunks are framed as Workers AI's, compact:
+    `{"id":"chatcmpl-quirk","object":"chat.completion.chunk","created":1764000000,"model":<the
+    model called>,"choices":[{"index":0,<the choice>,"logprobs":null,"finish_reason":null}]}`.
+    Numbers are lexeme strings (`lexeme="1.10"`), written into the JSON text raw. `name` is
+    positional only, so that a field can be called `name` too.
+
+    - `error_object` (message="generation failed", code=500, type="InternalServerError"):
+      `data: {"error":{"message":…,"type":…,"param":null,"code":…}}` (vLLM); add `[DONE]` yourself
+    - `error_body` (same fields): `data: {"object":"error","message":…,"type":…,"param":null,"code":…}`
+    - `finish` (reason): a chunk with an empty delta and that finish_reason
+    - `number_content` (lexeme): `delta.content` as that raw JSON number
+    - `number_reasoning` (lexeme, field="reasoning_content" or "reasoning"): reasoning as one
+    - `number_response` (lexeme): the native frame `data: {"response":<lexeme>}`
+    - `content_parts` (texts): `delta.content` as `[{"type":"text","text":…}, …]`
+    - `content_value` (json): `delta.content` as that raw JSON text ("true", '{"a":1}', "[1,2]")
+    - `text_field` (where="delta.text", "text" or "message.content", text): the text there
+      instead of in `delta.content`
+    - `reasoning_pair` (reasoning_content, reasoning): one delta carrying both
+    - `tool_arguments_number` (lexeme, id="chatcmpl-tool-0123456789abcdef", name="get_weather",
+      index=0): a tool call's first entry, whose `function.arguments` is a raw JSON number
+    - `bom_line` (text): U+FEFF, then `data: {"response":<text>}`
+
+    Each frame ends with a blank line. An unknown name, or a field of the wrong type, errors
+    the stream as an unknown step does.
+    """
+    return {"quirk": name, **fields}
+
+
 # --- how the upstream behaves ---------------------------------------------------------
 
 
@@ -110,6 +140,17 @@ def script(steps: Sequence[Step] = (), *, fail_start: str | None = None, start_d
         built["fail_start"] = fail_start
     if start_delay_ms is not None:
         built["start_delay_ms"] = start_delay_ms
+    return built
+
+
+def generated(quirks: Sequence[str] | None = None) -> Script:
+    """A script answered with the emulator's generated reply, as if unscripted (for one
+    prompt or model of a script), carrying these quirks of ai_emulator/emulator.js
+    REPLY_QUIRKS ("numbers", "error_midway", "finish_alias"); None: AI_QUIRKS' (the
+    runtime's RuntimeOptions.ai_quirks)."""
+    built: Script = {"generate": True}
+    if quirks is not None:
+        built["quirks"] = list(quirks)
     return built
 
 

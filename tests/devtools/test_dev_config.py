@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from devtools.dev import ROOT, local_worker_config, parse_args
+from devtools.dev import AI_QUIRKS, ROOT, emulator_config, local_worker_config, parse_args
 
 PRODUCTION = tomllib.loads((ROOT / "wrangler.toml").read_text())
 
@@ -47,3 +47,19 @@ def test_another_main_module_is_served_without_the_workers_durable_objects():
     anchor = local_worker_config(PRODUCTION, "bench/js_reframer/worker.js")
     assert "durable_objects" not in anchor and "migrations" not in anchor
     assert anchor["main"].endswith("bench/js_reframer/worker.js")
+
+
+def test_ai_quirks_reach_the_emulator_as_one_comma_separated_setting():
+    args = parse_args(["--ai-quirks", "numbers, error_midway,numbers"])
+    assert args.ai_quirks == ("numbers", "error_midway")
+    assert emulator_config(args, PRODUCTION["compatibility_date"])["vars"]["AI_QUIRKS"] == "numbers,error_midway"
+    assert "AI_QUIRKS" not in emulator_config(parse_args([]), PRODUCTION["compatibility_date"])["vars"]
+    assert parse_args(["--ai-quirks", ",".join(AI_QUIRKS)]).ai_quirks == AI_QUIRKS
+
+
+def test_an_unknown_ai_quirk_stops_the_launcher_at_start_up_naming_it_and_the_known_ones(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        parse_args(["--ai-quirks", "numbers,nope"])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert "--ai-quirks: unknown quirk 'nope'; known: numbers, error_midway, finish_alias" in error

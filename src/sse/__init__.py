@@ -16,7 +16,14 @@ from ._errors import (
 from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
-from ._openai_encoder import SKIPPED_HEADER, OpenAIChunkEncoder, OpenAICompletionEncoder, openai_error, openai_finish_reason, openai_usage
+from ._openai_encoder import (
+    SKIPPED_HEADER,
+    OpenAIChunkEncoder,
+    OpenAICompletionEncoder,
+    openai_error,
+    openai_finish_reason,
+    openai_usage,
+)
 from ._padding import DEFAULT_MAX_PADDING, MAX_PADDING
 from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer

@@ -6,7 +6,6 @@ Nothing an upstream sends makes it raise: a frame it cannot read is skipped and 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
@@ -28,14 +27,16 @@ KNOWN_FINISH_REASONS = frozenset({"stop", "length", "tool_calls", "content_filte
 # and others: eos). Sources in docs/upstream-shapes.md.
 _FINISH_ALIASES = {
     "max_tokens": "length",
+    "model_length": "length",  # Workers AI (cloudflare/ai's workers-ai-provider maps it so)
     "eos": "stop",
     "eos_token": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
 }
-# A finish reason that says the generation failed: the answer ends with an `error`, never
-# with `done` (vLLM's FinishReason.ERROR is streamed as "error"; docs/upstream-shapes.md).
-_FAILED_FINISH_REASONS = frozenset({"error"})
+# Finish reasons that say the generation failed: the answer ends with an `error`, never
+# with `done`. "error": OpenRouter and others after a provider failed mid-stream (vLLM
+# sends an error frame instead); "abort": vLLM's engine aborted the request.
+_FAILED_FINISH_REASONS = frozenset({"error", "abort"})
 _RESPONSE_PREFIX = '{"response":"'
 _PADDING_INFIX = ',"p":"'
 _NOTHING = ("", "")
@@ -205,7 +206,9 @@ def failure_code(error: object) -> str:
 
 # Workers AI's error codes (its errors table; docs/upstream-shapes.md) that name an outcome
 # of their own when they end a stream; any other code is `generation_failed`.
-WORKERS_AI_STREAM_CODES = {3040: "model_unavailable", 3036: "model_unavailable"}
+# 3007 "Request timeout"; 3036 the daily free allocation spent and 3040 out of capacity,
+# both "try later"; 3008 "Request was aborted" and the rest fail the generation.
+WORKERS_AI_STREAM_CODES = {3007: "upstream_timeout", 3036: "model_unavailable", 3040: "model_unavailable"}
 _MAX_CODE_DIGITS = 5
 
 

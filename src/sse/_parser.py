@@ -33,12 +33,16 @@ class EventReader:
         """Lines that began with U+FEFF, ignored as the spec says (a field named
         "\ufeffdata" is no field it knows; only the stream's first BOM is stripped), and
         counted: such a line is a frame that a splice of two streams left unreadable."""
+        self.stray_bom_events: list[int] = []
+        """For each such line of the last block read, how many of its events had been
+        dispatched before it: a reader that stops at an event can tell which count."""
 
     def read(self, block: str) -> list[RawEvent]:
         """The events of `block`, in order."""
         events: list[RawEvent] = []
         data: list[str] = []
         event_type = ""
+        self.stray_bom_events = []
         for line in block.split("\n"):
             if not line:
                 # A blank line dispatches, but only an event that had data: "If the data
@@ -63,6 +67,7 @@ class EventReader:
                     continue  # a comment
                 if line[0] == "\ufeff":
                     self.stray_boms += 1
+                    self.stray_bom_events.append(len(events))
                 if colon < 0:
                     field, value = line, ""
                 else:
@@ -123,6 +128,11 @@ class EventStreamParser:
     def retry(self) -> int | None:
         """The reconnection time in milliseconds from the last valid `retry` field."""
         return self._reader.retry
+
+    @property
+    def stray_boms(self) -> int:
+        """Lines so far that began with U+FEFF after the stream's start (ignored)."""
+        return self._reader.stray_boms
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Parses one chunk of the stream and returns the events it completed.

@@ -84,6 +84,7 @@ class Reframer:
         self._chars = 0
         self._reasoning_deltas = 0
         self._reasoning_chars = 0
+        self._unread_boms = 0  # stray BOM lines the reader saw after the last event read
         self.last_error_code: str | None = None
         """The code of the terminal `error` frame, once one was returned."""
         self.exception: Exception | None = None
@@ -122,7 +123,7 @@ class Reframer:
             chars=self._chars,
             reasoning_deltas=self._reasoning_deltas,
             reasoning_chars=self._reasoning_chars,
-            skipped=normalizer.skipped + self._reader.stray_boms,
+            skipped=normalizer.skipped + self._reader.stray_boms - self._unread_boms,
             tool_calls=normalizer.tool_calls,
             finish_reason=self._finish_reason(),
             usage=None if normalizer.usage is None else dict(normalizer.usage),
@@ -303,9 +304,10 @@ class Reframer:
         deltas = self._deltas
         chars = self._chars
         stop = self._stop
-        for event_type, data, _ in events:
+        for index, (event_type, data, _) in enumerate(events):
             text, reasoning = read(event_type, data)
             if normalizer.done:
+                self._ignore_boms_after(index)
                 break
             if stop is not None and text:
                 text = stop.feed(text)
@@ -328,9 +330,14 @@ class Reframer:
                         chars += len(held)
                 self._emit_tool_events(out)
             if stop is not None and stop.matched or normalizer.failure is not None:
+                self._ignore_boms_after(index)
                 break
         self._deltas = deltas
         self._chars = chars
+
+    def _ignore_boms_after(self, index: int) -> None:
+        # The stream ended at events[index]: lines after it were never the answer's.
+        self._unread_boms += sum(1 for at in self._reader.stray_bom_events if at > index)
 
     def _emit_tool_events(self, out: list[str]) -> None:
         encoder = self._encoder

@@ -127,6 +127,18 @@ OTHER_LINES = st.sampled_from(
         b'data: {"tool_calls":[{"id":null,"type":null,"function":{"name":null,"arguments":""}}]}',
         b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}',
         b'data: {"response":42}',
+        b'data: {"response":1.10}',
+        # The shapes of issue 27: numbers and parts as text, in-band failures, aliases.
+        b'data: {"choices":[{"index":0,"delta":{"content":0.005},"finish_reason":null}]}',
+        b'data: {"choices":[{"index":0,"delta":{"content":[{"type":"text","text":"pt"}]}}]}',
+        b'data: {"choices":[{"index":0,"delta":{"content":true}}]}',
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"","reasoning":"r"}}]}',
+        b'data: {"choices":[{"index":0,"text":"legacy"}]}',
+        b'data: {"error":{"message":"boom","type":"InternalServerError","param":null,"code":500}}',
+        b'data: {"object":"error","message":"3040: busy","type":"x","param":null,"code":400}',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"error"}]}',
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"max_tokens"}]}',
+        b"\xef\xbb\xbfdata: {\"response\":\"bom\"}",
         b"data: not json",
         b"data",
         b"data:",
@@ -296,6 +308,19 @@ def test_reframer_emits_exactly_one_terminal_frame_and_it_is_last(
         assert reframer.saw_done and reframer.last_error_code is None
 
 
+def boms_before_the_end(data: bytes, cap: int) -> int:
+    """Stray BOM lines up to the event that ended the stream: the stream parsed a byte at
+    a time, and read until the normalizer saw its end."""
+    parser = EventStreamParser(max_line_bytes=cap)
+    normalizer = UpstreamNormalizer()
+    for i in range(len(data)):
+        for event in parser.feed(data[i : i + 1]):
+            normalizer.read(event.type, event.data)
+            if normalizer.done:
+                return parser.stray_boms
+    return parser.stray_boms
+
+
 def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]:
     """The protocol events the Reframer must produce, built from the public parser and
     normalizer one event at a time: the slow, obviously-right composition."""
@@ -361,7 +386,7 @@ def reference(chunks: list[bytes], cap: int) -> list[tuple[str, dict[str, Any]]]
             "usage": normalizer.usage,
             "chunks": chunks_,
             "chars": chars,
-            "skipped": normalizer.skipped,
+            "skipped": normalizer.skipped + boms_before_the_end(b"".join(chunks), cap),
         }
         if normalizer.tool_calls:
             done["tool_calls"] = normalizer.tool_calls

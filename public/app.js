@@ -41,10 +41,11 @@ function authHeaders() {
 
 const store = new ChatStore(localStorage, sessionStorage);
 // The open conversation: {id, entries}. Entries are the turns as sent ({role: "user"},
-// {role: "assistant", content, tool_calls?}, {role: "tool"}), plus answers that did not
-// complete ({role: "assistant", content, incomplete: {kind, notice, retry, requestId}}),
-// kept so that a stopped or failed answer survives a reload; chats.js's requestMessages
-// decides what of them is sent back to the model.
+// {role: "assistant", content, tool_calls?}, {role: "tool"}), plus answers that are not
+// whole ({role: "assistant", content, incomplete: {kind, notice, retry, requestId}, with
+// `continue: true` when Continue is offered and `skipped` when frames were lost}), kept
+// so that a stopped, failed or cut answer survives a reload with its notice; chats.js's
+// requestMessages decides what of them is sent back to the model.
 let chat = store.create();
 // Answers that call tools are answered again automatically with the results, at most this
 // many times after one user message, so that a model that keeps calling tools cannot keep
@@ -70,6 +71,25 @@ const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_
 // These mean the model never saw the turn, so it leaves the conversation and goes back
 // into the input box to be edited.
 const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
+// An answer that ended with `done` but is not whole (chat-stream.js's `cut`): its notice,
+// with text and without. Only one cut by the length limit can be continued: a filtered
+// answer would be filtered again, and one ended for an unknown reason may have been whole.
+const CUT_TEXT = {
+  length: { text: "The answer was cut off at the length limit.", empty: "The model used its whole token budget before it answered." },
+  content_filter: { text: "The answer was cut short by the provider's content filter.", empty: "The provider's content filter stopped the answer before any text." },
+  other: { text: "The model ended the answer for an unknown reason; it may be incomplete.", empty: "The model ended without answering, for an unknown reason." },
+};
+// What Continue asks. The protocol takes no request that ends with the assistant's own
+// message (a prefill that the model would extend: vLLM needs `continue_final_message`,
+// which Workers AI does not take), so the cut answer goes as the assistant's message and
+// this as a user message after it. It is sent with that request only: never shown, never
+// kept, so the next turn's history has the joined answer and no trace of the asking.
+const CONTINUE_PROMPT = "Continue exactly where you stopped, mid-sentence if need be. Do not repeat anything and do not add an introduction.";
+
+/** The notice sentence for `skipped` upstream frames the Worker could not read. */
+function gapsText(skipped) {
+  return `Part of the model's output could not be read (${skipped} ${skipped === 1 ? "frame" : "frames"}), so the answer may have gaps.`;
+}
 
 // --- the transcript -------------------------------------------------------------------------
 
@@ -183,7 +203,18 @@ function parsedCall(name, argumentsText) {
   return isObject ? { name, arguments: argumentsText, input } : { name, arguments: argumentsText, input: null, input_error: "The arguments are not a JSON object." };
 }
 
-/** A collapsed "Thinking" section above the answer's text; returns its view. */
+const thoughts = new WeakMap(); // assistant item -> {view, text} of its "Thinking" section
+
+/** The reasoning of `item` grows by `piece`, in a collapsed "Thinking" section above the
+ * answer's text, made at the first piece (one per answer, so a continuation's reasoning
+ * goes on in the same section). */
+function think(item, piece) {
+  if (!thoughts.has(item)) thoughts.set(item, { view: addThinking(item), text: "" });
+  const thought = thoughts.get(item);
+  thought.text += piece;
+  thought.view.show(thought.text);
+}
+
 function addThinking(item) {
   const section = document.createElement("details");
   section.className = "thinking";
@@ -234,10 +265,11 @@ function setStreaming(streaming) {
 function clearRetries() {
   clearInterval(retryTimer);
   retryTimer = null;
-  for (const button of messagesList.querySelectorAll("button.retry")) button.remove();
+  for (const button of messagesList.querySelectorAll("button.retry, button.continue")) button.remove();
 }
 
-function showNotice(item, text, { quiet = false, requestId = null, retry = false, retryAfter = 0 } = {}) {
+/** A notice on an answer; `proceed` offers Continue, `retry` offers Retry. */
+function showNotice(item, text, { quiet = false, requestId = null, retry = false, retryAfter = 0, proceed = false } = {}) {
   const notice = document.createElement("p");
   notice.className = quiet ? "notice quiet" : "notice";
   notice.setAttribute("role", quiet ? "status" : "alert");
@@ -251,12 +283,22 @@ function showNotice(item, text, { quiet = false, requestId = null, retry = false
     id.textContent = `request ${requestId}`;
     notice.append(id);
   }
+  if (proceed) notice.append(continueButton());
   if (retry) notice.append(retryButton(item, retryAfter));
   item.querySelector(".answer-actions") ? item.querySelector(".answer-actions").before(notice) : item.append(notice);
   // An error is announced (role=alert) and brought into view, wherever the reader was.
   if (!quiet) notice.scrollIntoView({ block: "nearest" });
   else scrollToEnd();
   return notice;
+}
+
+function continueButton() {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "continue";
+  button.textContent = "Continue";
+  button.title = "Ask the model to go on where the answer stops";
+  return button;
 }
 
 function retryButton(item, waitSeconds) {
@@ -313,7 +355,7 @@ function drawChat({ pending = false } = {}) {
       markNotRun(calls);
       const last = index === chat.entries.length - 1;
       const { notice, quiet, requestId } = entry.incomplete;
-      showNotice(item, notice, { quiet, requestId, retry: last && entry.incomplete.retry });
+      showNotice(item, notice, { quiet, requestId, retry: last && entry.incomplete.retry, proceed: last && entry.incomplete.continue === true });
     }
     if (!entry.tool_calls) addAnswerActions(item);
   });
@@ -350,18 +392,34 @@ function regenerate(item) {
   answer(addMessage("assistant", "", turn));
 }
 
+/** Continue: asks the model to go on with the cut answer of `item`, the conversation's
+ * last entry; its text grows in place and the two parts become one answer. With
+ * `resume`, reads a continuation already being made (a reload). */
+function continueAnswer(item, { resume = null, round = null } = {}) {
+  if (active) return;
+  const entry = chat.entries.at(-1);
+  if (entry?.role !== "assistant" || entry.incomplete?.continue !== true || item !== messagesList.lastElementChild) return;
+  for (const old of item.querySelectorAll(".notice, .answer-actions")) old.remove();
+  delete item.dataset.outcome;
+  // The automatic rounds since the user's message, counted from the conversation.
+  const asked = chat.entries.findLastIndex((other) => other.role === "user");
+  round ??= chat.entries.slice(asked + 1).filter((other) => other.tool_calls).length;
+  answer(item, { resume, round, continued: entry });
+}
+
 /** Streams the answer to the conversation as it is into `item`; with `resume`, reads an
  * answer already being made instead of asking for a new one. `round` counts the automatic
- * requests with tool results since the user's message. */
-async function answer(item, { resume = null, round = 0 } = {}) {
+ * requests with tool results since the user's message. With `continued` (the cut answer,
+ * the conversation's last entry), the model is asked to go on with it, and what it writes
+ * is appended. */
+async function answer(item, { resume = null, round = 0, continued = null } = {}) {
   clearRetries();
   const owner = chat; // a new chat may be opened while this one streams
   const controller = new AbortController();
   active = { controller, chat: owner };
   setStreaming(true);
   const view = viewOf(item);
-  let thinking = null; // the view of this answer's "thinking" section, once it has one
-  let reasoning = "";
+  const before = continued?.content ?? ""; // the text this answer goes on from
   const calls = new Map(); // a call's index (from the stream) -> its section's parts
   item.dataset.state = "waiting";
   const streaming = () => {
@@ -371,8 +429,10 @@ async function answer(item, { resume = null, round = 0 } = {}) {
     }
     item.dataset.state = "streaming";
   };
+  const messages = requestMessages(owner.entries);
+  if (continued) messages.push({ role: "user", content: CONTINUE_PROMPT });
 
-  const outcome = await streamChat(requestMessages(owner.entries), {
+  const outcome = await streamChat(messages, {
     signal: controller.signal,
     headers: authHeaders(),
     // Thinking models spend reasoning from the answer's budget: "low" keeps the thinking
@@ -385,7 +445,8 @@ async function answer(item, { resume = null, round = 0 } = {}) {
       modelLine.textContent = meta.model;
     },
     onStream: ({ streamId }) => {
-      if (item.dataset.streamId !== streamId) store.setPending(owner, { streamId, round });
+      // A reload picks the answer up again; a continuation's, into the cut answer.
+      if (item.dataset.streamId !== streamId) store.setPending(owner, { streamId, round, ...(continued ? { continued: true } : {}) });
       item.dataset.streamId = streamId;
     },
     onReconnecting: () => {
@@ -398,14 +459,10 @@ async function answer(item, { resume = null, round = 0 } = {}) {
     onDelta: (piece, all) => {
       const follow = nearEnd();
       streaming();
-      view.show(all);
+      view.show(before + all);
       if (follow) scrollToEnd(true);
     },
-    onReasoning: (piece) => {
-      thinking ??= addThinking(item);
-      reasoning += piece;
-      thinking.show(reasoning);
-    },
+    onReasoning: (piece) => think(item, piece),
     onToolCallStart: ({ index, name }) => {
       streaming();
       calls.set(index, addToolCall(item, name));
@@ -421,14 +478,15 @@ async function answer(item, { resume = null, round = 0 } = {}) {
 
   // Another answer may be active by now (this one was stopped by New chat or Chats).
   if (active?.controller === controller) active = null;
-  view.show(outcome.text);
+  const ended = { ...outcome, text: before + outcome.text };
+  view.show(ended.text);
   view.flush();
-  thinking?.flush();
+  thoughts.get(item)?.view.flush();
   item.querySelector(".notice.reconnecting")?.remove();
   if (outcome.resumed) item.dataset.resumed = String(outcome.resumed);
   item.dataset.state = "settled";
   item.dataset.outcome = outcome.kind;
-  const next = settle(owner, item, outcome, calls, round);
+  const next = settle(owner, item, ended, calls, round, continued && { entry: continued, added: outcome.text });
   store.setPending(owner, null);
   if (!owner.cleared) store.save(owner); // not after "Clear all chats"
   if (owner !== chat) return; // the user moved to another chat meanwhile
@@ -441,53 +499,80 @@ async function answer(item, { resume = null, round = 0 } = {}) {
   if (document.activeElement === document.body || document.activeElement === stopButton) input.focus();
 }
 
-/** Ends an answer on screen and in its conversation. Returns the item of the next answer
- * when the model's tool calls ran and their results must be sent, else null. */
-function settle(owner, item, outcome, calls, round) {
-  const requestId = outcome.requestId;
-  const askedForTools = outcome.kind === "complete" && outcome.done?.finish_reason === "tool_calls" && outcome.toolCalls.length > 0;
-  if (askedForTools) return runTools(owner, item, outcome, calls, round);
-  markNotRun(calls); // a stopped or failed answer never runs its calls
-  // A complete answer joins the conversation; any other is kept with its notice.
-  const incomplete = (kind, notice, { quiet = false, retry = true, retryAfter = 0 } = {}) => {
-    owner.entries.push({ role: "assistant", content: outcome.text, incomplete: { kind, notice, quiet, retry, requestId: quiet ? null : requestId } });
-    showNotice(item, notice, { quiet, retry, requestId: quiet ? null : requestId, retryAfter });
-    statusLine.textContent = notice;
-  };
+/** How an answer ended when it is not whole: {kind, notice, quiet, retry, retryAfter,
+ * proceed} (proceed: Continue is offered), or null for a whole answer. `skipped` counts the
+ * frames lost from all of its text; `continuing`: it was a continuation, which keeps
+ * Continue when it fails, as the answer is still cut. */
+function noticeOf(outcome, skipped, continuing) {
+  const gaps = skipped > 0 ? gapsText(skipped) : "";
+  const end = (kind, notice, { quiet = false, retry = true, retryAfter = 0, proceed = continuing && retry } = {}) => ({
+    kind, notice: [notice, gaps].filter(Boolean).join(" "), quiet, retry, retryAfter, proceed,
+  });
   switch (outcome.kind) {
-    case "complete":
-      if (outcome.text.trim()) {
-        owner.entries.push({ role: "assistant", content: outcome.text });
-        statusLine.textContent = "The answer is complete.";
-      } else {
-        // A thinking model can spend the whole token budget before it answers.
-        incomplete("empty", outcome.done?.finish_reason === "length"
-          ? "The model used its whole token budget before it answered."
-          : "The model returned an empty answer.");
-      }
-      break;
+    case "complete": {
+      const cut = CUT_TEXT[outcome.cut];
+      // A thinking model can spend the whole token budget before it answers.
+      if (!outcome.text.trim()) return end("empty", cut?.empty ?? "The model returned an empty answer.", { proceed: false });
+      if (cut) return end(outcome.cut, cut.text, { proceed: outcome.cut === "length" });
+      return gaps ? end("gaps", "", { proceed: false }) : null;
+    }
     case "cancelled":
-      incomplete("cancelled", "Stopped.", { quiet: true });
-      break;
+      return end("cancelled", "Stopped.", { quiet: true });
     case "truncated":
-      incomplete("truncated", "The answer was cut off: the connection ended before it was complete.");
-      break;
-    case "error":
-      if (outcome.status === 200) {
-        // An `error` event: keep any partial text, marked incomplete.
-        incomplete("error", outcome.text ? `${outcome.message} The text above is incomplete.` : outcome.message);
-      } else if (!settleRefusal(owner, item, outcome)) {
-        let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
-        if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
-        incomplete("refused", text, { retry: !NOT_RETRYABLE.has(outcome.code), retryAfter: outcome.retryAfter || 0 });
-        if (outcome.code === "unauthorized") {
-          settings.open = true;
-          tokenInput.focus();
-        }
-      }
-      break;
+      return end("truncated", "The answer was cut off: the connection ended before it was complete.");
+    case "error": {
+      // An `error` event: keep any partial text, marked incomplete.
+      if (outcome.status === 200) return end("error", outcome.text ? `${outcome.message} The text above is incomplete.` : outcome.message);
+      let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
+      if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
+      return end("refused", text, { retry: !NOT_RETRYABLE.has(outcome.code), retryAfter: outcome.retryAfter || 0 });
+    }
     default:
       throw new Error(`unknown outcome ${outcome.kind}`);
+  }
+}
+
+/** Ends an answer on screen and in its conversation. Returns the item of the next answer
+ * when the model's tool calls ran and their results must be sent, else null. With
+ * `continuation` ({entry, added}), the answer went on from the cut `entry`, and `outcome`'s
+ * text is the two parts joined. */
+function settle(owner, item, outcome, calls, round, continuation) {
+  const requestId = outcome.requestId;
+  const skippedBefore = continuation?.entry.incomplete.skipped;
+  const skipped = (Number.isSafeInteger(skippedBefore) && skippedBefore > 0 ? skippedBefore : 0) + (outcome.skipped ?? 0);
+  // The joined answer takes the cut one's place; a continuation that brought nothing and
+  // did not end leaves the cut answer as it was (this attempt's notice is only shown).
+  const unchanged = continuation && !continuation.added && outcome.kind !== "complete";
+  const cutAt = continuation ? owner.entries.lastIndexOf(continuation.entry) : -1;
+  if (!unchanged && cutAt >= 0) owner.entries.splice(cutAt, 1);
+  const askedForTools = outcome.kind === "complete" && outcome.cut === null && skipped === 0
+    && outcome.done?.finish_reason === "tool_calls" && outcome.toolCalls.length > 0;
+  if (askedForTools) return runTools(owner, item, outcome, calls, round);
+  markNotRun(calls); // a stopped, failed, cut or gapped answer never runs its calls
+  if (outcome.kind === "error" && outcome.status !== 200 && settleRefusal(owner, item, outcome)) {
+    addAnswerActions(item);
+    return null;
+  }
+  const end = noticeOf(outcome, skipped, Boolean(continuation));
+  if (end === null) {
+    // A whole answer joins the conversation as it came.
+    owner.entries.push({ role: "assistant", content: outcome.text });
+    statusLine.textContent = "The answer is complete.";
+  } else {
+    // Any other is kept with its notice (the saved chat shows it again after a reload).
+    const { kind, notice, quiet, retry, retryAfter, proceed } = end;
+    const shownId = quiet ? null : requestId;
+    if (!unchanged) {
+      owner.entries.push({ role: "assistant", content: outcome.text, incomplete: {
+        kind, notice, quiet, retry, requestId: shownId, ...(proceed ? { continue: true } : {}), ...(skipped ? { skipped } : {}),
+      } });
+    }
+    showNotice(item, notice, { quiet, retry, requestId: shownId, retryAfter, proceed });
+    statusLine.textContent = notice;
+    if (outcome.code === "unauthorized") {
+      settings.open = true;
+      tokenInput.focus();
+    }
   }
   addAnswerActions(item);
   return null;
@@ -606,6 +691,7 @@ messagesList.addEventListener("click", (event) => {
   if (button.classList.contains("copy-code")) copy(button, button.closest(".code-block").querySelector("code").textContent);
   else if (button.classList.contains("copy-answer")) copy(button, viewOf(item).text);
   else if (button.classList.contains("retry") || button.classList.contains("regenerate")) regenerate(item);
+  else if (button.classList.contains("continue")) continueAnswer(item);
 });
 
 // --- the composer and the menus --------------------------------------------------------------
@@ -675,13 +761,20 @@ function restore() {
   }
   chat = opened;
   const last = chat.entries.at(-1);
-  const waiting = pending !== null && ["user", "tool"].includes(last?.role);
+  // A continuation goes on into the cut answer it continues, still the last entry.
+  const continuing = pending?.continued === true && last?.role === "assistant" && last.incomplete?.continue === true;
+  const waiting = pending !== null && (continuing || ["user", "tool"].includes(last?.role));
   drawChat({ pending: waiting });
   if (!waiting) return;
+  const resume = { streamId: pending.streamId, lastEventId: "0" };
+  const round = Math.min(Math.max(pending.round, 0), MAX_TOOL_ROUNDS);
+  if (continuing) {
+    continueAnswer(messagesList.lastElementChild, { resume, round });
+    return;
+  }
   let turn = chat.entries.length - 1;
   while (turn > 0 && chat.entries[turn].role !== "user") turn--;
-  const round = Math.min(Math.max(pending.round, 0), MAX_TOOL_ROUNDS);
-  answer(addMessage("assistant", "", turn), { resume: { streamId: pending.streamId, lastEventId: "0" }, round });
+  answer(addMessage("assistant", "", turn), { resume, round });
 }
 
 restore();

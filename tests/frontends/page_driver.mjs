@@ -64,6 +64,45 @@ async function answerState(page) {
   };
 }
 
+// How the last answer ended: answerState, with the notice's Continue, how many notices it
+// has, its saved entry's `incomplete` and the status line (what a screen reader hears).
+async function endingState(page) {
+  const answer = lastAnswer(page);
+  const proceed = answer.getByRole("button", { name: "Continue" });
+  return {
+    ...(await answerState(page)),
+    continue: (await proceed.count()) ? { label: await proceed.textContent(), disabled: await proceed.isDisabled() } : null,
+    notices: await answer.locator(".notice").count(),
+    status: await page.locator("#status").textContent(),
+    assistantMessages: await page.locator("li.message.assistant").count(),
+    userMessages: await page.locator("li.message.user .content").allTextContents(),
+  };
+}
+
+async function reload(page) {
+  await page.reload({ waitUntil: "load" });
+  await page.waitForFunction(() => document.activeElement?.id === "input");
+}
+
+// The last answer's text grew past `length` characters (a continuation has begun to arrive).
+async function waitForTextPast(page, length) {
+  await page.waitForFunction((before) => {
+    const answers = document.querySelectorAll("li.message.assistant .content");
+    return answers.length > 0 && answers[answers.length - 1].textContent.length > before;
+  }, length, { timeout: STEP_MS, polling: 5 });
+}
+
+// Asks `question`, reports how the answer ended and what was saved, reloads, and reports
+// the answer as the saved chat draws it.
+async function endAndReload(page, report, question) {
+  await ask(page, question);
+  await waitSettled(page);
+  report.answer = await endingState(page);
+  report.saved = await savedChat(page);
+  await reload(page);
+  report.afterReload = await endingState(page);
+}
+
 // Records the length of the streaming answer's text on every change, with a timestamp,
 // so the test can see that text grew in steps while the answer was still streaming.
 async function recordGrowth(page) {
@@ -610,6 +649,113 @@ const scenarios = {
     report.bodies = bodies;
     report.saved = await savedChat(page);
     report.sendDisabled = await page.getByRole("button", { name: "Send" }).isDisabled();
+  },
+
+  /** An answer cut at the length limit: its notice (also after a reload), Continue, the
+   * joined answer, and the turn after it. */
+  async cut_continue(page, report) {
+    const bodies = chatBodies(page);
+    await ask(page, "Tell me how the stream ends.");
+    await waitSettled(page);
+    report.cut = await endingState(page);
+    report.contrast = await contrastAudit(page);
+    report.savedCut = await savedChat(page);
+    await reload(page);
+    report.cutAfterReload = await endingState(page);
+    const cutLength = report.cutAfterReload.text.length;
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitForTextPast(page, cutLength);
+    report.whileContinuing = await endingState(page);
+    report.whileContinuing.state = await lastAnswer(page).getAttribute("data-state");
+    await waitSettled(page);
+    report.continued = await endingState(page);
+    report.savedContinued = await savedChat(page);
+    await reload(page);
+    report.continuedAfterReload = await endingState(page);
+    await ask(page, "And then?");
+    await waitSettled(page);
+    report.next = await endingState(page);
+    report.bodies = bodies;
+  },
+
+  /** A continuation that is cut again (its real answer's `done` rewritten to `length` on
+   * the way: every continuation on the runtime gets the same script, which ends with
+   * `stop`), then continued once more. */
+  async cut_again(page, report) {
+    const bodies = chatBodies(page);
+    report.rewritten = [];
+    await page.route("**/api/chat", async (route) => {
+      const messages = route.request().postDataJSON().messages;
+      if (report.rewritten.length || messages.at(-2)?.role !== "assistant") return route.continue();
+      const response = await route.fetch();
+      const body = await response.text();
+      report.rewritten.push(body.includes('"finish_reason":"stop"'));
+      await route.fulfill({ response, body: body.replace('"finish_reason":"stop"', '"finish_reason":"length"') });
+    });
+    await ask(page, "Tell me how the stream ends.");
+    await waitSettled(page);
+    report.cut = await endingState(page);
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitForTextPast(page, report.cut.text.length);
+    await waitSettled(page);
+    report.cutAgain = await endingState(page);
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitForTextPast(page, report.cutAgain.text.length);
+    await waitSettled(page);
+    report.continued = await endingState(page);
+    report.saved = await savedChat(page);
+    report.bodies = bodies;
+  },
+
+  /** A reload while a cut answer is being continued: the page reads the continuation on
+   * into the same answer, without asking again. */
+  async continue_reload(page, report) {
+    const bodies = chatBodies(page);
+    await ask(page, "Tell me how the stream ends.");
+    await waitSettled(page);
+    report.cut = await endingState(page);
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitForTextPast(page, report.cut.text.length);
+    report.before = await endingState(page);
+    report.pendingBefore = (await savedChat(page)).pending;
+    await reload(page);
+    report.afterReloadUsers = await page.locator("li.message.user .content").allTextContents();
+    await waitSettled(page);
+    report.after = await endingState(page);
+    report.saved = await savedChat(page);
+    report.bodies = bodies;
+  },
+
+  /** Answers cut short by the content filter, ended for an unknown reason, or with a
+   * frame the Worker could not read: each notice, and again after a reload. */
+  async filtered(page, report) {
+    const bodies = chatBodies(page);
+    await endAndReload(page, report, "Tell me what the filter stops.");
+    await ask(page, "And then?");
+    await waitSettled(page);
+    report.bodies = bodies;
+  },
+
+  async unknown_end(page, report) {
+    await endAndReload(page, report, "End for a reason of your own.");
+  },
+
+  async gapped(page, report) {
+    await endAndReload(page, report, "Answer with a gap.");
+  },
+
+  /** An answer cut at the length limit with a frame lost: continued, the gap stays told. */
+  async cut_gapped(page, report) {
+    await ask(page, "Answer with a gap and run out.");
+    await waitSettled(page);
+    report.cut = await endingState(page);
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitForTextPast(page, report.cut.text.length);
+    await waitSettled(page);
+    report.continued = await endingState(page);
+    report.saved = await savedChat(page);
+    await reload(page);
+    report.afterReload = await endingState(page);
   },
 
   /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */

@@ -15,8 +15,17 @@ import httpx
 
 from tests.frontends.upstreams import (
     BAD_ARGUMENTS,
+    CONTINUATION_PIECES,
+    CONTINUE_PROMPT,
     CURRENT_TIME,
+    CUT_GAPPED_QUESTION,
+    CUT_PIECES,
+    CUT_QUESTION,
+    CUT_SHORT,
     FAILING,
+    FILTERED_QUESTION,
+    FILTERED_TEXT,
+    GAPPED_PIECES,
     GENERATED,
     LONG_CHUNK,
     LONG_TOKENS,
@@ -28,6 +37,8 @@ from tests.frontends.upstreams import (
     MARKUP_CALLS,
     MARKUP_NOTE,
     MARKUP_TOOL,
+    NEXT_ANSWER,
+    NEXT_QUESTION,
     NO_SUCH_ZONE,
     RATE_LIMITED,
     SLOW_ANSWER,
@@ -38,6 +49,7 @@ from tests.frontends.upstreams import (
     TOKEN,
     TOOL_QUESTION,
     TOOL_TEXT,
+    UNKNOWN_END_TEXT,
     expected_answer,
     shown,
 )
@@ -543,3 +555,173 @@ def test_nesting_a_huge_table_and_a_long_answer_never_freeze_the_page_and_lose_n
     assert deep["rendered"]["plain"] is True and deep["text"].endswith("end\n"), "too deep to render: plain text, all of it"
     assert report["table"]["rendered"]["rows"] == 1 + TABLE_ROWS
     assert report["long"]["rendered"]["bullets"] == LONG_TOKENS // len(LONG_CHUNK)
+
+
+# --- answers that end but are not whole: cut, filtered, ended for an unknown reason, gapped --
+
+
+CUT_SHORT_SCENARIOS = ("cut_continue", "cut_again", "continue_reload", "filtered", "unknown_end", "gapped", "cut_gapped")
+CUT = "".join(CUT_PIECES)
+CONTINUED = CUT + "".join(CONTINUATION_PIECES)
+LENGTH_NOTICE = "The answer was cut off at the length limit."
+COMPLETE = "The answer is complete."
+
+
+def cut_short_run(run_pages):
+    return run_pages(CUT_SHORT, CUT_SHORT_SCENARIOS)
+
+
+def completed_record(run, request_id):
+    """The Worker's log line of the answer, with the finish reason and skipped it sent."""
+    return run.runtime.wait_for_record("chat_stream_completed", since=run.mark, request_id=request_id)
+
+
+def test_an_answer_cut_at_the_length_limit_says_so_with_continue_and_retry_also_after_a_reload(run_pages):
+    run = cut_short_run(run_pages)
+    report = run.report("cut_continue")
+    cut = report["cut"]
+    assert completed_record(run, cut["requestId"])["finish_reason"] == "length"
+    assert cut["text"] == shown(CUT), "the text that came stays"
+    assert cut["notice"] == LENGTH_NOTICE and cut["notices"] == 1
+    assert cut["continue"] == {"label": "Continue", "disabled": False} and cut["retry"] == {"label": "Retry", "disabled": False}
+    assert cut["status"] == LENGTH_NOTICE != COMPLETE
+    assert report["contrast"]["failing"] == [] and "button.continue" in report["contrast"]["kinds"], report["contrast"]
+    [_, kept] = report["savedCut"]["entries"]
+    assert kept["content"] == CUT and kept["incomplete"]["kind"] == "length" and kept["incomplete"]["continue"] is True
+    after = report["cutAfterReload"]
+    assert (after["text"], after["notice"], after["continue"], after["retry"]) == (cut["text"], cut["notice"], cut["continue"], cut["retry"])
+
+
+def test_continue_sends_the_cut_answer_as_the_assistants_message_and_the_answer_goes_on_in_the_same_bubble(run_pages):
+    report = cut_short_run(run_pages).report("cut_continue")
+    first, continuing, _ = report["bodies"]
+    assert first == {**BODY, "messages": [{"role": "user", "content": CUT_QUESTION}]}
+    assert continuing == {**BODY, "messages": [
+        {"role": "user", "content": CUT_QUESTION},
+        {"role": "assistant", "content": CUT},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ]}
+    during = report["whileContinuing"]
+    assert during["state"] == "streaming" and during["notice"] is None and during["continue"] is None
+    assert during["text"].startswith(CUT) and len(during["text"]) > len(CUT), "the continuation is appended while it streams"
+    # The emulator answers CONTINUE_PROMPT, as the last user message, with the continuation.
+    continued = report["continued"]
+    assert continued["text"] == shown(CONTINUED) and continued["assistantMessages"] == 1, "one answer, one bubble"
+    assert (continued["notice"], continued["continue"], continued["retry"]) == (None, None, None)
+    assert continued["status"] == COMPLETE
+    assert continued["userMessages"] == [CUT_QUESTION], "the request to go on is never shown"
+
+
+def test_a_continued_answer_is_saved_joined_and_the_next_turn_sends_it_as_one_message(run_pages):
+    report = cut_short_run(run_pages).report("cut_continue")
+    assert report["savedContinued"] == {"entries": [{"role": "user", "content": CUT_QUESTION}, {"role": "assistant", "content": CONTINUED}],
+                                        "pending": None}
+    after = report["continuedAfterReload"]
+    assert (after["text"], after["notice"], after["userMessages"]) == (shown(CONTINUED), None, [CUT_QUESTION])
+    *_, following = report["bodies"]
+    assert following["messages"] == [
+        {"role": "user", "content": CUT_QUESTION},
+        {"role": "assistant", "content": CONTINUED},
+        {"role": "user", "content": NEXT_QUESTION},
+    ], "the joined answer, and no trace of the request to go on"
+    assert report["next"]["text"] == shown(NEXT_ANSWER) and report["next"]["status"] == COMPLETE
+
+
+def test_a_continuation_cut_again_offers_continue_again_and_every_part_joins_one_answer(run_pages):
+    report = cut_short_run(run_pages).report("cut_again")
+    assert report["rewritten"] == [True]
+    again = report["cutAgain"]
+    assert again["text"] == shown(CONTINUED) and again["notice"] == LENGTH_NOTICE and again["status"] == LENGTH_NOTICE
+    assert again["continue"] == {"label": "Continue", "disabled": False} and again["retry"] is not None
+    _, first_continuation, second_continuation = report["bodies"]
+    assert first_continuation["messages"][1] == {"role": "assistant", "content": CUT}
+    assert second_continuation["messages"] == [
+        {"role": "user", "content": CUT_QUESTION},
+        {"role": "assistant", "content": CONTINUED},
+        {"role": "user", "content": CONTINUE_PROMPT},
+    ], "the answer so far, joined, goes on again"
+    whole = CONTINUED + "".join(CONTINUATION_PIECES)
+    continued = report["continued"]
+    assert continued["text"] == shown(whole) and continued["assistantMessages"] == 1
+    assert (continued["notice"], continued["status"]) == (None, COMPLETE)
+    assert report["saved"]["entries"][-1] == {"role": "assistant", "content": whole}
+
+
+def test_a_reload_while_an_answer_is_continued_reads_the_continuation_on_into_the_same_answer(run_pages):
+    report = cut_short_run(run_pages).report("continue_reload")
+    before = report["before"]
+    assert before["text"].startswith(CUT) and len(CUT) < len(before["text"].rstrip("\n")) < len(CONTINUED)
+    assert report["pendingBefore"]["continued"] is True
+    assert report["afterReloadUsers"] == [CUT_QUESTION]
+    after = report["after"]
+    assert after["text"] == shown(CONTINUED) and after["requestId"] == before["requestId"], "the same continuation, read on"
+    assert (after["notice"], after["assistantMessages"], after["status"]) == (None, 1, COMPLETE)
+    assert len(report["bodies"]) == 2, "nothing asked again"
+    assert report["saved"] == {"entries": [{"role": "user", "content": CUT_QUESTION}, {"role": "assistant", "content": CONTINUED}],
+                               "pending": None}
+
+
+def test_an_answer_cut_short_by_the_content_filter_says_so_with_retry_and_no_continue(run_pages):
+    run = cut_short_run(run_pages)
+    report = run.report("filtered")
+    answer = report["answer"]
+    assert completed_record(run, answer["requestId"])["finish_reason"] == "content_filter"
+    assert answer["text"] == shown(FILTERED_TEXT)
+    assert answer["notice"] == "The answer was cut short by the provider's content filter." == answer["status"]
+    assert answer["retry"] == {"label": "Retry", "disabled": False} and answer["continue"] is None
+    after = report["afterReload"]
+    assert (after["text"], after["notice"], after["retry"], after["continue"]) == (answer["text"], answer["notice"], answer["retry"], None)
+    [_, kept] = report["saved"]["entries"]
+    assert kept["incomplete"]["kind"] == "content_filter" and "continue" not in kept["incomplete"]
+    # The next turn sends it back as it was shown (the model knows what it already said);
+    # the notice stays on it, so the user knows it is not whole.
+    assert report["bodies"][-1]["messages"] == [
+        {"role": "user", "content": FILTERED_QUESTION},
+        {"role": "assistant", "content": FILTERED_TEXT},
+        {"role": "user", "content": NEXT_QUESTION},
+    ]
+
+
+def test_an_answer_the_model_ended_for_an_unknown_reason_is_not_called_complete(run_pages):
+    run = cut_short_run(run_pages)
+    report = run.report("unknown_end")
+    answer = report["answer"]
+    assert completed_record(run, answer["requestId"])["finish_reason"] == "other"
+    assert answer["text"] == shown(UNKNOWN_END_TEXT)
+    assert answer["notice"] == "The model ended the answer for an unknown reason; it may be incomplete." == answer["status"]
+    assert answer["retry"] is not None and answer["continue"] is None
+    after = report["afterReload"]
+    assert (after["text"], after["notice"], after["retry"]) == (answer["text"], answer["notice"], answer["retry"])
+
+
+def test_frames_the_worker_could_not_read_make_a_notice_that_the_answer_may_have_gaps(run_pages):
+    run = cut_short_run(run_pages)
+    report = run.report("gapped")
+    answer = report["answer"]
+    record = completed_record(run, answer["requestId"])
+    assert (record["finish_reason"], record["skipped"]) == ("stop", 1)
+    assert answer["text"] == shown("".join(GAPPED_PIECES))
+    gaps = "Part of the model's output could not be read (1 frame), so the answer may have gaps."
+    assert answer["notice"] == gaps == answer["status"]
+    assert answer["retry"] is not None and answer["continue"] is None
+    after = report["afterReload"]
+    assert (after["text"], after["notice"], after["retry"]) == (answer["text"], answer["notice"], answer["retry"])
+    [_, kept] = report["saved"]["entries"]
+    assert kept["incomplete"]["kind"] == "gaps" and kept["incomplete"]["skipped"] == 1
+
+
+def test_a_cut_answer_with_gaps_tells_both_and_a_continuation_keeps_the_gaps_told(run_pages):
+    report = cut_short_run(run_pages).report("cut_gapped")
+    gaps = "Part of the model's output could not be read (1 frame), so the answer may have gaps."
+    cut = report["cut"]
+    assert cut["userMessages"] == [CUT_GAPPED_QUESTION]
+    assert cut["text"] == shown(CUT) and cut["notice"] == f"{LENGTH_NOTICE} {gaps}" == cut["status"]
+    assert cut["continue"] is not None and cut["retry"] is not None
+    continued = report["continued"]
+    assert continued["text"] == shown(CONTINUED) and continued["assistantMessages"] == 1
+    assert continued["notice"] == gaps == continued["status"], "the continuation ended whole, the first part did not"
+    assert continued["continue"] is None and continued["retry"] is not None
+    [_, kept] = report["saved"]["entries"]
+    assert kept["content"] == CONTINUED and kept["incomplete"]["skipped"] == 1
+    after = report["afterReload"]
+    assert (after["text"], after["notice"]) == (continued["text"], gaps)

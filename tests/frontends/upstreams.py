@@ -18,6 +18,7 @@ from tests.runtime.scripts import (
     send,
     sleep,
     usage_frame,
+    workers_ai_chunk,
 )
 
 STEP_MS = 100
@@ -213,5 +214,59 @@ MARKDOWN = scripted_options(
         DEEP_QUESTION: script(streamed(DEEP_ANSWER, size=2000, step_ms=5)),
         TABLE_QUESTION: script(streamed(TABLE_ANSWER, size=1500, step_ms=5)),
         LONG_QUESTION: script([repeat(LONG_TOKENS // len(LONG_CHUNK), native_frames(LONG_CHUNK)), done_frame()]),
+    },
+)
+
+
+# --- answers that end but are not whole (issue 27) ------------------------------------------
+
+# What the page's Continue sends as the last user message (public/app.js's CONTINUE_PROMPT).
+# The emulator picks a script by the last user message, so CONTINUATION answers every
+# continuation on this runtime.
+CONTINUE_PROMPT = "Continue exactly where you stopped, mid-sentence if need be. Do not repeat anything and do not add an introduction."
+CUT_QUESTION = "Tell me how the stream ends."
+CUT_PIECES = ("The Worker reads", " the model's stream", " and re-frames each")
+# The first piece at once, the rest paced: a reload after the first piece lands while the
+# continuation is still being written, as LONG_STORY does for a whole answer.
+CONTINUATION_PIECES = (" piece as a delta", " event, so the answer", " appears while", " it is written,", " and every stream",
+                       " ends with done", " or error.")
+CUT_SHORT_MS = 300
+FILTERED_QUESTION = "Tell me what the filter stops."
+FILTERED_TEXT = "Here is the start of"
+UNKNOWN_END_QUESTION = "End for a reason of your own."
+UNKNOWN_END_TEXT = "I will stop here"
+# Anthropic's stop_reason for a turn it paused, which the Worker does not map: "other".
+UNKNOWN_FINISH_REASON = "pause_turn"
+GAPPED_QUESTION = "Answer with a gap."
+GAPPED_PIECES = ("Before the gap.", " After the gap.")
+CUT_GAPPED_QUESTION = "Answer with a gap and run out."
+NEXT_QUESTION = "And then?"
+NEXT_ANSWER = "Noted."
+# A frame the Worker cannot read (not JSON): skipped and counted in done.skipped.
+UNREADABLE = send("data: {not json\n\n")
+
+
+def ending(text_pieces: tuple[str, ...], finish_reason: str, *, gap_after: int | None = None, step_ms: int = 0) -> list[dict]:
+    """An answer as Workers AI streams it for most current models (OpenAI-style chunks,
+    the finish reason on the last), with an unreadable frame after piece `gap_after`."""
+    steps: list[dict] = []
+    for number, piece in enumerate(text_pieces):
+        if number and step_ms:
+            steps.append(sleep(step_ms))
+        steps.append(workers_ai_chunk(number + 1, content=piece))
+        if number == gap_after:
+            steps.append(UNREADABLE)
+    return [*steps, workers_ai_chunk(len(text_pieces) + 1, finish_reason=finish_reason), done_frame()]
+
+
+CUT_SHORT = scripted_options(
+    [native_frame(NEXT_ANSWER), done_frame()],
+    prompts={
+        CUT_QUESTION: script(ending(CUT_PIECES, "length")),
+        CONTINUE_PROMPT: script(ending(CONTINUATION_PIECES, "stop", step_ms=CUT_SHORT_MS)),
+        FILTERED_QUESTION: script(ending((FILTERED_TEXT,), "content_filter")),
+        UNKNOWN_END_QUESTION: script(ending((UNKNOWN_END_TEXT,), UNKNOWN_FINISH_REASON)),
+        GAPPED_QUESTION: script(ending(GAPPED_PIECES, "stop", gap_after=0)),
+        CUT_GAPPED_QUESTION: script(ending(CUT_PIECES, "length", gap_after=1)),
     },
 )

@@ -1,8 +1,10 @@
 """Fuzzing in the real runtime: generated hostile request bodies and hostile upstream
-scripts, where Pyodide's stack and workerd's memory are the real ones (a CPython fuzzer
+scripts (drawing from the emulator's real upstream quirks too, README "Upstream quirks"), where Pyodide's stack and workerd's memory are the real ones (a CPython fuzzer
 cannot see a stack overflow that aborts the isolate). Every case must end in a clear
-answer: a JSON error before the stream, or exactly one terminal event, last. The harness
-fails a test whose runtime printed a crash.
+answer: a JSON error before the stream, or the stream's first event (`meta`, the UI
+stream's `start`) and exactly one terminal event, last. Which terminal is not checked here:
+what each upstream shape should end in is the other suites' business. The harness fails a
+test whose runtime printed a crash.
 
 A bounded sample runs per CI run, drawn from a new seed each time (printed on failure;
 set FUZZ_SEED to replay one); RELIABILITY_SCALE=full draws many more.
@@ -10,21 +12,23 @@ set FUZZ_SEED to replay one); RELIABILITY_SCALE=full draws many more.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
+import re
 
 import httpx
 import pytest
 
 from tests.runtime.scripts import error as upstream_error
+from tests.runtime.scripts import generated, quirk, script, scripted_options, send, send_bytes, sleep
 from tests.runtime.scripts import hang as upstream_hang
 from tests.runtime.scripts import repeat as send_repeatedly
-from tests.runtime.scripts import script, scripted_options, send, send_bytes, sleep
 
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"
 SEED = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(2**32)))
-REQUEST_CASES, UPSTREAM_CASES = (400, 80) if FULL else (36, 12)
+REQUEST_CASES, UPSTREAM_CASES, GENERATED_CASES = (400, 80, 20) if FULL else (36, 12, 4)
 ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat")
 
 pytestmark = pytest.mark.heavy
@@ -98,10 +102,12 @@ def check_streamed(path: str, body: bytes, where: str) -> None:
     blocks = [block for block in body.decode().split("\n\n") if block and not block.startswith(":")]
     if path == "/api/ui-chat":
         kinds = [json.loads(block[6:]).get("type") if block != "data: [DONE]" else "[DONE]" for block in blocks]
+        assert kinds[0] == "start", (where, kinds[:3])
         assert kinds[-1] == "[DONE]" and kinds.count("[DONE]") == 1, (where, kinds[-3:])
         assert [k for k in kinds if k in ("finish", "error")] == [kinds[-2]], (where, kinds[-3:])
         return
     names = [block.split("\n", 1)[0].removeprefix("event: ") for block in blocks]
+    assert names[0] == "meta", (where, names[:3])
     assert [n for n in names if n in ("done", "error")] == [names[-1]], (where, names[-3:])
 
 
@@ -129,8 +135,52 @@ def _frame(payload: str) -> str:
     return f"data: {payload}\n\n"
 
 
+JSON_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+REPLY_QUIRKS = ("numbers", "error_midway", "finish_alias")
+MODELS = ("@cf/zai-org/glm-4.7-flash", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")  # OpenAI-style, native
+
+
+def _lexeme(rng: random.Random) -> str:
+    """A JSON number's text, huge or exact-looking ones among them."""
+    if rng.random() < 0.5:
+        return rng.choice(("5", "0", "-0", "0.005", "1.10", "1E+2", "6", "-12.50e-3"))
+    return next(number for number in iter(lambda: _number(rng), None) if JSON_NUMBER.fullmatch(number))
+
+
+def _text(rng: random.Random, longest: int = 200_000) -> str:
+    return rng.choice(("", "t", " ", "\u2028", "\ud800", "é😀", "data: [DONE]\n\n", "\ufeff", "x" * rng.choice((10, longest))))
+
+
+def hostile_quirk(rng: random.Random) -> dict:
+    """One of the emulator's real upstream shapes, with hostile fields."""
+    name = rng.choice(("error_object", "error_body", "finish", "number_content", "number_reasoning", "number_response",
+                       "content_parts", "content_value", "text_field", "reasoning_pair", "tool_arguments_number", "bom_line"))
+    if name in ("error_object", "error_body"):
+        return quirk(name, message=_text(rng), code=rng.choice((500, 400, 429, 3040, "x")), type=_text(rng))
+    if name == "finish":
+        return quirk(name, reason=rng.choice(("error", "max_tokens", "eos", "end_turn", "content_filter", "length", "stop", "")))
+    if name in ("number_content", "number_response"):
+        return quirk(name, lexeme=_lexeme(rng))
+    if name == "number_reasoning":
+        return quirk(name, lexeme=_lexeme(rng), field=rng.choice(("reasoning_content", "reasoning")))
+    if name == "content_parts":
+        return quirk(name, texts=[_text(rng, 100) for _ in range(rng.choice((0, 1, 3, 1000)))])
+    if name == "content_value":
+        return quirk(name, json=rng.choice(("true", "false", "null", '{"a":1}', "[1,2]", '{"type":"text","text":"x"}',
+                                            '[{"type":"image"}]', "[" * 1000 + "]" * 1000, _lexeme(rng))))
+    if name == "text_field":
+        return quirk(name, where=rng.choice(("delta.text", "text", "message.content")), text=_text(rng))
+    if name == "reasoning_pair":
+        return quirk(name, reasoning_content=rng.choice(("", _text(rng))), reasoning=rng.choice(("", _text(rng))))
+    if name == "tool_arguments_number":
+        return quirk(name, lexeme=_lexeme(rng), id=rng.choice(("chatcmpl-tool-1", _text(rng))), name=rng.choice(("f", _text(rng))))
+    return quirk(name, text=_text(rng))
+
+
 def hostile_step(rng: random.Random) -> dict:
-    kind = rng.randrange(12)
+    kind = rng.randrange(16)
+    if kind >= 12:
+        return hostile_quirk(rng)
     if kind == 0:
         return send(_frame('{"response":"d","x":' + _deep(rng, rng.choice((65, 1000, 10_000))) + "}"))
     if kind == 1:
@@ -158,7 +208,7 @@ def hostile_step(rng: random.Random) -> dict:
 
 def hostile_script(rng: random.Random) -> dict:
     steps = [hostile_step(rng) for _ in range(rng.randint(1, 6))]
-    ending = rng.randrange(5)
+    ending = rng.randrange(7)
     if ending == 0:
         steps.append(send("data: [DONE]\n\n"))
     elif ending == 1:
@@ -167,22 +217,44 @@ def hostile_script(rng: random.Random) -> dict:
         steps.append(upstream_hang())
     elif ending == 3:
         steps += [send("data: [DONE]\n\n"), upstream_hang()]
+    elif ending == 5:  # vLLM's failed generation
+        steps += [quirk("error_object"), send("data: [DONE]\n\n")]
+    elif ending == 6:
+        steps += [hostile_quirk(rng), send("data: [DONE]\n\n")]
     return script(steps)  # ending 4: the stream just closes
 
 
+def quirky_reply(rng: random.Random) -> tuple[dict, dict]:
+    """A generated reply with some of the emulator's reply quirks, and the request fields
+    (a model of either framing, a token budget) that shape it."""
+    quirks = rng.sample(REPLY_QUIRKS, rng.randint(1, len(REPLY_QUIRKS)))
+    fields = {"model": rng.choice(MODELS), "max_tokens": rng.choice((1, 2, 9, 40, 400))}
+    return generated(quirks), fields
+
+
 UPSTREAM_SCRIPTS = {f"fuzz {n}": hostile_script(random.Random(SEED + n)) for n in range(UPSTREAM_CASES)}
+QUIRKY_REPLIES = {f"fuzz quirky reply {n}": quirky_reply(random.Random(SEED - 1 - n)) for n in range(GENERATED_CASES)}
+REQUEST_FIELDS = {prompt: fields for prompt, (_, fields) in QUIRKY_REPLIES.items()}
+FUZZED_UPSTREAMS = dataclasses.replace(
+    scripted_options(
+        prompts={**UPSTREAM_SCRIPTS, **{prompt: reply for prompt, (reply, _) in QUIRKY_REPLIES.items()}},
+        variables={"IDLE_TIMEOUT_MS": "1500", "PING_INTERVAL_MS": "500", "FALLBACK_MODELS": MODELS[1]},
+    ),
+    ai_format=None,  # generated replies in each model's own framing
+    ai_pace=0.0,
+)
 
 
-@pytest.mark.parametrize("prompt", list(UPSTREAM_SCRIPTS))
+@pytest.mark.parametrize("prompt", [*UPSTREAM_SCRIPTS, *QUIRKY_REPLIES])
 async def test_generated_hostile_upstreams_end_with_exactly_one_terminal_event(start_runtime, prompt):
-    runtime = start_runtime(
-        scripted_options(prompts=UPSTREAM_SCRIPTS, variables={"IDLE_TIMEOUT_MS": "1500", "PING_INTERVAL_MS": "500"})
-    )
-    where = f"FUZZ_SEED={SEED} {prompt}: {json.dumps(UPSTREAM_SCRIPTS[prompt])[:300]}"
+    runtime = start_runtime(FUZZED_UPSTREAMS)
+    upstream = UPSTREAM_SCRIPTS.get(prompt) or QUIRKY_REPLIES[prompt]
+    where = f"FUZZ_SEED={SEED} {prompt}: {json.dumps(upstream)[:300]}"
+    fields = REQUEST_FIELDS.get(prompt, {})
     async with httpx.AsyncClient(timeout=60) as client:
         turns = {
-            "/api/chat": {"messages": [{"role": "user", "content": prompt}]},
-            "/api/ui-chat": {"messages": [{"role": "user", "parts": [{"type": "text", "text": prompt}]}]},
+            "/api/chat": {"messages": [{"role": "user", "content": prompt}], **fields},
+            "/api/ui-chat": {"messages": [{"role": "user", "parts": [{"type": "text", "text": prompt}]}], **fields},
         }
         for path, turn in turns.items():
             response = await client.post(runtime.url + path, json=turn)

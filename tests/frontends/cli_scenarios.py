@@ -70,8 +70,9 @@ HOSTILE = "Drive my terminal."
 # answer whose call has an unprintable one with upstream_malformed).
 HOSTILE_CALL_ARGUMENTS = json.dumps({"note": "\x1b]0;pwned\x07 \x9b2J \u202eevil\x7f"}, ensure_ascii=False)
 HOSTILE_CALL = "Call a tool with escapes."
+HOSTILE_CALL_TEXT = "Calling\x1b[2K."
 HOSTILE_CALL_STEPS = [
-    openai_chunk("Calling\x1b[2K."),
+    openai_chunk(HOSTILE_CALL_TEXT),
     tool_chunk(0, call_id="call_1", name="note"),
     tool_chunk(0, arguments=HOSTILE_CALL_ARGUMENTS),
     openai_chunk(finish_reason="tool_calls"),
@@ -99,6 +100,9 @@ CLI_SCENARIOS = dataclasses.replace(
             WAITING: script([native_frame(WAITING_FIRST), hang()]),
             WRITING: script(WRITING_STEPS),
         },
+        # workerd alone sees a client that left at the Worker's next write: a ping every
+        # 200 ms (not every 15 s) is one while WAITING waits.
+        variables={"PING_INTERVAL_MS": "200"},
     ),
     workerd_direct=True,
 )

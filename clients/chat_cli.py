@@ -299,10 +299,10 @@ class Outcome:
             line = f"stream_error: {self.code}"
         return line if self.resumed is None else f"{line} resumed={self.resumed}"
 
-    @property
-    def report(self) -> list[str]:
+    def report(self, *, terminal: bool = False) -> list[str]:
         """What stderr gets: a warning when frames were skipped, the server's message when
-        it gave one, and the status line, always last."""
+        it gave one, and the status line, always last. For a terminal each line is the
+        CLI's own style, and the server's words in it are escaped as model text is."""
         lines = []
         if self.skipped:
             frames = "1 frame" if self.skipped == 1 else f"{self.skipped} frames"
@@ -313,7 +313,8 @@ class Outcome:
                 f"retry after {self.retry_after} s" if self.retry_after else "",
             ) if part)
             lines.append(f"error: {self.message or self.code}" + (f" ({details})" if details else ""))
-        return [*lines, self.status_line]
+        lines.append(self.status_line)
+        return [OWN_LINE.format(visible(line)) for line in lines] if terminal else lines
 
     @property
     def exit_code(self) -> int:
@@ -526,7 +527,7 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
 
 
 async def ask(
-    url: str, messages: list[dict[str, Any]], *, out: TextSink, raw: bool = False, token: str | None = None,
+    url: str, messages: list[dict[str, Any]], *, out: TextSink | AnswerWriter, raw: bool = False, token: str | None = None,
     cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
     reasoning_effort: str | None = DEFAULT_REASONING_EFFORT, tools: list[dict[str, Any]] | None = None,
 ) -> Outcome:
@@ -810,11 +811,8 @@ def main(argv: list[str] | None = None) -> int:
             append_turn(args.history, history, args.question, outcome.answer)
         except OSError as problem:
             print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
-    terminal = sys.stderr.isatty()
-    for line in outcome.report:
-        # The server's message and code are escaped too: on a terminal nothing but the CLI
-        # writes escape sequences.
-        print(OWN_LINE.format(visible(line)) if terminal else line, file=sys.stderr, flush=True)
+    for line in outcome.report(terminal=sys.stderr.isatty()):
+        print(line, file=sys.stderr, flush=True)
     return outcome.exit_code
 
 

@@ -1,5 +1,6 @@
 """The CLI's readers on their own (no I/O): the same events however the bytes are split,
-per the WHATWG event-stream rules; what the protocol's events print; the --tools and
+per the WHATWG event-stream rules; what the protocol's events print; how an answer's
+ending becomes its status line and exit code; what reaches a terminal; the --tools and
 --history files."""
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from clients.chat_cli import (
     MalformedStream,
     Outcome,
     ProtocolReader,
+    RawReader,
     read_answer,
     read_history,
     read_tools,
+    visible,
 )
 
 BODY = (
@@ -183,3 +186,147 @@ def test_a_tool_call_after_text_that_did_not_end_a_line_is_printed_on_a_line_of_
     line = json.dumps({"tool_call": {**CALL, "input": {"timezone": "UTC"}}})
     assert out.getvalue() == f"Let me look.\n{line}\nDone.\n{line.replace('call_1', 'call_2')}\n"
     assert outcome.status_line == "complete chunks=2 chars=18 tool_calls=2"
+
+
+# --- how an answer ended ------------------------------------------------------------------
+
+
+def ended(reader: ProtocolReader | RawReader, *events: Event) -> Outcome:
+    readings = [reader.take(event) for event in events]
+    assert all(reading.outcome is None for reading in readings[:-1])
+    outcome = readings[-1].outcome
+    assert outcome is not None
+    return outcome
+
+
+@pytest.mark.parametrize(("done", "status", "exit_code", "whole"), [
+    pytest.param({"finish_reason": "stop", "skipped": 0}, "complete chunks=1 chars=2", 0, True, id="stop"),
+    pytest.param({"finish_reason": None}, "complete chunks=1 chars=2", 0, True, id="not-said"),
+    pytest.param({}, "complete chunks=1 chars=2", 0, True, id="no-field"),
+    pytest.param({"finish_reason": "function_call"}, "complete chunks=1 chars=2", 0, True, id="function-call"),
+    pytest.param({"finish_reason": "length"}, "cut_short: length chunks=1 chars=2", 5, False, id="length"),
+    pytest.param({"finish_reason": "content_filter"}, "cut_short: content_filter chunks=1 chars=2", 5, False, id="content-filter"),
+    pytest.param({"finish_reason": "other"}, "unknown_ending: other chunks=1 chars=2", 5, False, id="other"),
+    pytest.param({"finish_reason": "a_newer_one"}, "unknown_ending: a_newer_one chunks=1 chars=2", 5, False, id="newer-reason-shown"),
+    pytest.param({"finish_reason": "\x1b[2K forged"}, "unknown_ending: other chunks=1 chars=2", 5, False, id="odd-reason-not-shown"),
+    pytest.param({"finish_reason": 7}, "unknown_ending: other chunks=1 chars=2", 5, False, id="reason-not-a-string"),
+    pytest.param({"finish_reason": {"a": 1}}, "unknown_ending: other chunks=1 chars=2", 5, False, id="reason-an-object"),
+    # An older Worker's `done` for a failed generation: a failure, never complete.
+    pytest.param({"finish_reason": "error"}, "stream_error: generation_failed", 4, False, id="older-worker-error"),
+    pytest.param({"finish_reason": "stop", "skipped": 2}, "complete chunks=1 chars=2 skipped=2", 0, True, id="skipped"),
+    pytest.param({"finish_reason": "length", "skipped": 1}, "cut_short: length chunks=1 chars=2 skipped=1", 5, False, id="skipped-and-cut"),
+    pytest.param({"finish_reason": "stop", "skipped": True}, "complete chunks=1 chars=2", 0, True, id="skipped-not-a-count"),
+    pytest.param({"finish_reason": "stop", "skipped": -1}, "complete chunks=1 chars=2", 0, True, id="skipped-negative"),
+])
+def test_the_done_event_gives_the_status_line_the_exit_code_and_the_turn_for_history(done, status, exit_code, whole):
+    outcome = ended(ProtocolReader(), protocol_event("delta", text="Hi"), protocol_event("done", **done))
+    assert (outcome.status_line, outcome.exit_code) == (status, exit_code)
+    assert outcome.answer == ({"role": "assistant", "content": "Hi"} if whole else None), "only a whole answer is written"
+
+
+def test_skipped_frames_are_warned_about_before_the_status_line():
+    one = Outcome(kind="complete", chunks=1, chars=2, skipped=1).report()
+    assert one == ["warning: 1 frame of the model's output could not be read; the answer may have gaps", "complete chunks=1 chars=2 skipped=1"]
+    many = Outcome(kind="cut_short", finish_reason="length", chunks=1, chars=2, skipped=3, resumed=1).report()
+    assert many == ["warning: 3 frames of the model's output could not be read; the answer may have gaps",
+                    "cut_short: length chunks=1 chars=2 skipped=3 resumed=1"]
+
+
+def test_on_a_terminal_the_clis_own_lines_are_reverse_video_and_a_servers_words_in_them_are_escaped():
+    outcome = Outcome(kind="error", chunks=0, chars=0, code="bad\x1b[2K", message="Gone.\r\x1b]0;t\x07", request_id="r")
+    assert outcome.report() == ["error: Gone.\r\x1b]0;t\x07 (request r)", "stream_error: bad\x1b[2K"], "not a terminal: as sent"
+    assert outcome.report(terminal=True) == ["\x1b[7merror: Gone.\\x0d\\x1b]0;t\\x07 (request r)\x1b[0m", "\x1b[7mstream_error: bad\\x1b[2K\x1b[0m"]
+
+
+def chunk(finish_reason: object = None, content: str | None = None) -> Event:
+    delta = {} if content is None else {"content": content}
+    return protocol_event("message", choices=[{"index": 0, "delta": delta, "finish_reason": finish_reason}])
+
+
+DONE = Event(type="message", data="[DONE]")
+
+
+@pytest.mark.parametrize(("frames", "status"), [
+    pytest.param([chunk(content="Hi"), chunk("stop"), DONE], "complete chunks=1 chars=2", id="stop"),
+    pytest.param([protocol_event("message", response="Hi"), DONE], "complete chunks=1 chars=2", id="native-says-nothing"),
+    pytest.param([chunk(content="Hi"), chunk("length"), DONE], "cut_short: length chunks=1 chars=2", id="length"),
+    pytest.param([chunk(content="Hi"), chunk("max_tokens"), DONE], "cut_short: length chunks=1 chars=2", id="max-tokens-alias"),
+    pytest.param([chunk(content="Hi"), chunk("content_filter"), DONE], "cut_short: content_filter chunks=1 chars=2", id="content-filter"),
+    pytest.param([chunk(content="Hi"), chunk("eos"), DONE], "complete chunks=1 chars=2", id="eos-alias"),
+    pytest.param([chunk(content="Hi"), chunk("end_turn"), DONE], "complete chunks=1 chars=2", id="end-turn-alias"),
+    pytest.param([chunk(content="Hi"), chunk("weird"), DONE], "unknown_ending: weird chunks=1 chars=2", id="unknown"),
+    pytest.param([chunk(content="Hi"), chunk("length"), chunk(""), chunk(None), DONE], "cut_short: length chunks=1 chars=2", id="empty-later-reason-keeps-it"),
+    pytest.param([chunk(content="Hi"), protocol_event("message", response="", finish_reason="length"), DONE],
+                 "cut_short: length chunks=1 chars=2", id="top-level-reason"),
+    pytest.param([chunk(content="Hi"), chunk("error"), DONE], "stream_error: generation_failed", id="vllm-error-reason"),
+    pytest.param([chunk(content="Hi"), protocol_event("message", error={"message": "provider", "code": 500})],
+                 "stream_error: generation_failed", id="in-band-error"),
+    pytest.param([chunk(content="Hi"), protocol_event("message", object="error", message="provider")],
+                 "stream_error: generation_failed", id="bare-error-body"),
+    pytest.param([chunk(content="Hi"), protocol_event("message", response="", error=None), DONE], "complete chunks=1 chars=2", id="null-error-is-none"),
+    pytest.param([chunk(content="Hi"), Event(type="message", data="{not json"), Event(type="message", data="[1]"), DONE],
+                 "complete chunks=1 chars=2 skipped=2", id="unreadable-frames-skipped"),
+    pytest.param([Event(type="message", data="[" * 100_000), chunk(content="Hi"), DONE], "complete chunks=1 chars=2 skipped=1", id="too-deep-skipped"),
+])
+def test_raw_frames_end_by_their_last_finish_reason(frames, status):
+    outcome = ended(RawReader(), *frames)
+    assert outcome.status_line == status
+    assert "provider" not in " ".join(outcome.report()), "a provider's words are not shown"
+
+
+# --- what reaches a terminal --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    pytest.param("\x1b]0;title\x07", "\\x1b]0;title\\x07", id="osc-title"),
+    pytest.param("\x1b]52;c;aGk=\x1b\\", "\\x1b]52;c;aGk=\\x1b\\", id="osc-clipboard-st"),
+    pytest.param("\x1b[2K\rcomplete", "\\x1b[2K\\x0dcomplete", id="erase-and-return"),
+    pytest.param("\x00\x08\x0b\x0c\x0e\x1f", "\\x00\\x08\\x0b\\x0c\\x0e\\x1f", id="c0"),
+    pytest.param("a\r\nb", "a\\x0d\nb", id="crlf-keeps-only-the-newline"),
+    pytest.param("\x7f", "\\x7f", id="del"),
+    pytest.param("\x9b31m \x9d0;t\x9c \x85 \x80 \x9f", "\\x9b31m \\x9d0;t\\x9c \\x85 \\x80 \\x9f", id="c1"),
+    pytest.param("\u202a\u202b\u202c\u202d\u202e", "\\u202a\\u202b\\u202c\\u202d\\u202e", id="bidi-embeddings-and-overrides"),
+    pytest.param("\u2066\u2067\u2068\u2069", "\\u2066\\u2067\\u2068\\u2069", id="bidi-isolates"),
+    pytest.param("tab\there\nnext", "tab\there\nnext", id="tab-and-newline-kept"),
+    pytest.param("\u05e9\u05dc\u05d5\u05dd\u200f \u200e \u061c", "\u05e9\u05dc\u05d5\u05dd\u200f \u200e \u061c", id="bidi-marks-kept"),
+    pytest.param("caf\u00e9 \u00a0\u00ff \u6771\u4eac \U0001f680 \u2028", "caf\u00e9 \u00a0\u00ff \u6771\u4eac \U0001f680 \u2028", id="printable-kept"),
+    pytest.param("\\x1b", "\\x1b", id="the-models-own-backslash-is-text"),
+])
+def test_what_a_terminal_would_act_on_is_written_visibly_escaped(text, expected):
+    assert visible(text) == expected
+
+
+HOSTILE = "a\x1b]0;t\x07b\x1b[2K\rc\x9b2Jd\u202ee\u2069f\tg\n"
+
+
+def random_pieces(text: str) -> list[str]:
+    cuts = sorted(random.Random(7).sample(range(1, len(text)), 8))
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=False)]
+
+
+@pytest.mark.parametrize("pieces", [
+    pytest.param([HOSTILE], id="whole"),
+    pytest.param(list(HOSTILE), id="char-by-char"),
+    pytest.param([HOSTILE[:2], HOSTILE[2:9], HOSTILE[9:15], HOSTILE[15:]], id="sequences-cut"),
+    pytest.param(random_pieces(HOSTILE), id="random"),
+])
+def test_text_split_across_deltas_is_escaped_the_same_as_whole(pieces):
+    assert "".join(pieces) == HOSTILE
+    terminal, piped = io.StringIO(), io.StringIO()
+    on_terminal, in_a_pipe = AnswerWriter(terminal, terminal=True), AnswerWriter(piped)
+    for piece in pieces:
+        on_terminal.text(piece)
+        in_a_pipe.text(piece)
+    assert terminal.getvalue() == "a\\x1b]0;t\\x07b\\x1b[2K\\x0dc\\x9b2Jd\\u202ee\\u2069f\tg\n"
+    assert piped.getvalue() == HOSTILE, "not a terminal: the model's text as it came"
+
+
+def test_a_tool_call_on_a_terminal_is_a_json_line_with_json_escapes_for_what_a_terminal_acts_on():
+    call = {"id": "call_1", "name": "note", "arguments": '{"n": "\x1b]0;t\x07 \x9b2J \u202e\x7f"}', "input": {"n": "\x1b]0;t\x07 \x9b2J \u202e\x7f"}}
+    terminal, piped = io.StringIO(), io.StringIO()
+    AnswerWriter(terminal, terminal=True).tool_call(call)
+    AnswerWriter(piped).tool_call(call)
+    assert json.loads(terminal.getvalue()) == json.loads(piped.getvalue()) == {"tool_call": call}
+    assert "\\u001b]0;t\\u0007 \\u009b2J \\u202e\\u007f" in terminal.getvalue()
+    assert visible(terminal.getvalue()) == terminal.getvalue(), "nothing left to act on"
+    assert piped.getvalue() == json.dumps({"tool_call": call}, ensure_ascii=False) + "\n"

@@ -84,12 +84,22 @@ async function reload(page) {
   await page.waitForFunction(() => document.activeElement?.id === "input");
 }
 
-// The last answer's text grew past `length` characters (a continuation has begun to arrive).
-async function waitForTextPast(page, length) {
-  await page.waitForFunction((before) => {
+// Clicks the last answer's Continue and waits until its text grows past what it was (the
+// continuation has begun to arrive).
+async function startContinuing(page) {
+  const before = (await lastAnswer(page).locator(".content").textContent()).length;
+  await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+  await page.waitForFunction((length) => {
     const answers = document.querySelectorAll("li.message.assistant .content");
-    return answers.length > 0 && answers[answers.length - 1].textContent.length > before;
-  }, length, { timeout: STEP_MS, polling: 5 });
+    return answers.length > 0 && answers[answers.length - 1].textContent.length > length;
+  }, before, { timeout: STEP_MS, polling: 5 });
+}
+
+// Continues the last answer to its end; returns how it ended.
+async function continueToEnd(page) {
+  await startContinuing(page);
+  await waitSettled(page);
+  return endingState(page);
 }
 
 // Asks `question`, reports how the answer ended and what was saved, reloads, and reports
@@ -662,9 +672,7 @@ const scenarios = {
     report.savedCut = await savedChat(page);
     await reload(page);
     report.cutAfterReload = await endingState(page);
-    const cutLength = report.cutAfterReload.text.length;
-    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
-    await waitForTextPast(page, cutLength);
+    await startContinuing(page);
     report.whileContinuing = await endingState(page);
     report.whileContinuing.state = await lastAnswer(page).getAttribute("data-state");
     await waitSettled(page);
@@ -695,14 +703,8 @@ const scenarios = {
     await ask(page, "Tell me how the stream ends.");
     await waitSettled(page);
     report.cut = await endingState(page);
-    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
-    await waitForTextPast(page, report.cut.text.length);
-    await waitSettled(page);
-    report.cutAgain = await endingState(page);
-    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
-    await waitForTextPast(page, report.cutAgain.text.length);
-    await waitSettled(page);
-    report.continued = await endingState(page);
+    report.cutAgain = await continueToEnd(page);
+    report.continued = await continueToEnd(page);
     report.saved = await savedChat(page);
     report.bodies = bodies;
   },
@@ -714,8 +716,7 @@ const scenarios = {
     await ask(page, "Tell me how the stream ends.");
     await waitSettled(page);
     report.cut = await endingState(page);
-    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
-    await waitForTextPast(page, report.cut.text.length);
+    await startContinuing(page);
     report.before = await endingState(page);
     report.pendingBefore = (await savedChat(page)).pending;
     await reload(page);
@@ -749,10 +750,7 @@ const scenarios = {
     await ask(page, "Answer with a gap and run out.");
     await waitSettled(page);
     report.cut = await endingState(page);
-    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
-    await waitForTextPast(page, report.cut.text.length);
-    await waitSettled(page);
-    report.continued = await endingState(page);
+    report.continued = await continueToEnd(page);
     report.saved = await savedChat(page);
     await reload(page);
     report.afterReload = await endingState(page);

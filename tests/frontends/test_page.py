@@ -12,6 +12,7 @@ import struct
 import time
 
 import httpx
+import pytest
 
 from tests.frontends.upstreams import (
     BAD_ARGUMENTS,
@@ -564,6 +565,7 @@ CUT_SHORT_SCENARIOS = ("cut_continue", "cut_again", "continue_reload", "filtered
 CUT = "".join(CUT_PIECES)
 CONTINUED = CUT + "".join(CONTINUATION_PIECES)
 LENGTH_NOTICE = "The answer was cut off at the length limit."
+GAPS_NOTICE = "Part of the model's output could not be read (1 frame), so the answer may have gaps."
 COMPLETE = "The answer is complete."
 
 
@@ -661,20 +663,34 @@ def test_a_reload_while_an_answer_is_continued_reads_the_continuation_on_into_th
                                "pending": None}
 
 
-def test_an_answer_cut_short_by_the_content_filter_says_so_with_retry_and_no_continue(run_pages):
+@pytest.mark.parametrize(("scenario", "finish_reason", "skipped", "text", "notice"), [
+    pytest.param("filtered", "content_filter", 0, FILTERED_TEXT, "The answer was cut short by the provider's content filter.",
+                 id="content_filter"),
+    pytest.param("unknown_end", "other", 0, UNKNOWN_END_TEXT, "The model ended the answer for an unknown reason; it may be incomplete.",
+                 id="other: a reason the Worker does not know"),
+    pytest.param("gapped", "stop", 1, "".join(GAPPED_PIECES), GAPS_NOTICE, id="stop with a frame the Worker could not read"),
+])
+def test_an_answer_that_is_not_whole_says_why_with_retry_and_no_continue_also_after_a_reload(run_pages, scenario, finish_reason,
+                                                                                            skipped, text, notice):
     run = cut_short_run(run_pages)
-    report = run.report("filtered")
+    report = run.report(scenario)
     answer = report["answer"]
-    assert completed_record(run, answer["requestId"])["finish_reason"] == "content_filter"
-    assert answer["text"] == shown(FILTERED_TEXT)
-    assert answer["notice"] == "The answer was cut short by the provider's content filter." == answer["status"]
+    record = completed_record(run, answer["requestId"])
+    assert (record["finish_reason"], record["skipped"]) == (finish_reason, skipped), "what the Worker sent"
+    assert answer["text"] == shown(text), "the text that came stays"
+    assert answer["notice"] == notice == answer["status"] != COMPLETE
     assert answer["retry"] == {"label": "Retry", "disabled": False} and answer["continue"] is None
     after = report["afterReload"]
-    assert (after["text"], after["notice"], after["retry"], after["continue"]) == (answer["text"], answer["notice"], answer["retry"], None)
+    assert (after["text"], after["notice"], after["retry"], after["continue"]) == (answer["text"], notice, answer["retry"], None)
     [_, kept] = report["saved"]["entries"]
-    assert kept["incomplete"]["kind"] == "content_filter" and "continue" not in kept["incomplete"]
-    # The next turn sends it back as it was shown (the model knows what it already said);
-    # the notice stays on it, so the user knows it is not whole.
+    assert kept["content"] == text and kept["incomplete"]["notice"] == notice and "continue" not in kept["incomplete"]
+    assert kept["incomplete"].get("skipped", 0) == skipped
+
+
+def test_the_turn_after_a_filtered_answer_sends_it_back_as_it_was_shown(run_pages):
+    # The model knows what it already said; the notice stays on the answer, so the user
+    # knows it is not whole.
+    report = cut_short_run(run_pages).report("filtered")
     assert report["bodies"][-1]["messages"] == [
         {"role": "user", "content": FILTERED_QUESTION},
         {"role": "assistant", "content": FILTERED_TEXT},
@@ -682,46 +698,17 @@ def test_an_answer_cut_short_by_the_content_filter_says_so_with_retry_and_no_con
     ]
 
 
-def test_an_answer_the_model_ended_for_an_unknown_reason_is_not_called_complete(run_pages):
-    run = cut_short_run(run_pages)
-    report = run.report("unknown_end")
-    answer = report["answer"]
-    assert completed_record(run, answer["requestId"])["finish_reason"] == "other"
-    assert answer["text"] == shown(UNKNOWN_END_TEXT)
-    assert answer["notice"] == "The model ended the answer for an unknown reason; it may be incomplete." == answer["status"]
-    assert answer["retry"] is not None and answer["continue"] is None
-    after = report["afterReload"]
-    assert (after["text"], after["notice"], after["retry"]) == (answer["text"], answer["notice"], answer["retry"])
-
-
-def test_frames_the_worker_could_not_read_make_a_notice_that_the_answer_may_have_gaps(run_pages):
-    run = cut_short_run(run_pages)
-    report = run.report("gapped")
-    answer = report["answer"]
-    record = completed_record(run, answer["requestId"])
-    assert (record["finish_reason"], record["skipped"]) == ("stop", 1)
-    assert answer["text"] == shown("".join(GAPPED_PIECES))
-    gaps = "Part of the model's output could not be read (1 frame), so the answer may have gaps."
-    assert answer["notice"] == gaps == answer["status"]
-    assert answer["retry"] is not None and answer["continue"] is None
-    after = report["afterReload"]
-    assert (after["text"], after["notice"], after["retry"]) == (answer["text"], answer["notice"], answer["retry"])
-    [_, kept] = report["saved"]["entries"]
-    assert kept["incomplete"]["kind"] == "gaps" and kept["incomplete"]["skipped"] == 1
-
-
 def test_a_cut_answer_with_gaps_tells_both_and_a_continuation_keeps_the_gaps_told(run_pages):
     report = cut_short_run(run_pages).report("cut_gapped")
-    gaps = "Part of the model's output could not be read (1 frame), so the answer may have gaps."
     cut = report["cut"]
     assert cut["userMessages"] == [CUT_GAPPED_QUESTION]
-    assert cut["text"] == shown(CUT) and cut["notice"] == f"{LENGTH_NOTICE} {gaps}" == cut["status"]
+    assert cut["text"] == shown(CUT) and cut["notice"] == f"{LENGTH_NOTICE} {GAPS_NOTICE}" == cut["status"]
     assert cut["continue"] is not None and cut["retry"] is not None
     continued = report["continued"]
     assert continued["text"] == shown(CONTINUED) and continued["assistantMessages"] == 1
-    assert continued["notice"] == gaps == continued["status"], "the continuation ended whole, the first part did not"
+    assert continued["notice"] == GAPS_NOTICE == continued["status"], "the continuation ended whole, the first part did not"
     assert continued["continue"] is None and continued["retry"] is not None
     [_, kept] = report["saved"]["entries"]
     assert kept["content"] == CONTINUED and kept["incomplete"]["skipped"] == 1
     after = report["afterReload"]
-    assert (after["text"], after["notice"]) == (continued["text"], gaps)
+    assert (after["text"], after["notice"]) == (continued["text"], GAPS_NOTICE)

@@ -221,7 +221,7 @@ MARKDOWN = scripted_options(
 # --- answers that end but are not whole (issue 27) ------------------------------------------
 
 # What the page's Continue sends as the last user message (public/app.js's CONTINUE_PROMPT).
-# The emulator picks a script by the last user message, so CONTINUATION answers every
+# The emulator picks a script by the last user message, so CONTINUATION_PIECES answer every
 # continuation on this runtime.
 CONTINUE_PROMPT = "Continue exactly where you stopped, mid-sentence if need be. Do not repeat anything and do not add an introduction."
 CUT_QUESTION = "Tell me how the stream ends."

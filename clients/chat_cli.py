@@ -126,8 +126,8 @@ SHOWN_REASON = re.compile(r"[a-z_]{1,32}")  # an unknown reason is shown as sent
 # the C1 controls (ECMA-48: ESC starts a sequence, U+009B is a CSI on its own, U+009D an
 # OSC), and the bidi embeddings, overrides and isolates, which reorder the text after them
 # on display (UAX #9; Trojan Source, CVE-2021-42574). The marks U+200E, U+200F and U+061C
-# stay: Arabic and Hebrew text needs them often, and a mark reorders no letters, only the
-# digits and punctuation next to it, and never past the end of its line.
+# stay: Arabic and Hebrew text needs them often, and a mark moves no letters, only the
+# digits and punctuation between it and the nearest letters, and never past its line's end.
 ACTED_ON = (*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 # On a terminal each is written as Python writes it in a string (`\x1b`, `\u202e`); in a
 # tool-call line as JSON does (`\u001b`), so that the line still parses to the same call.

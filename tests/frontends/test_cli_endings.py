@@ -31,36 +31,34 @@ def without_request_ids(stderr: str) -> list[str]:
     return re.sub(r"\(request [0-9a-f]+\)", "(request ID)", stderr).split("\n")[:-1]
 
 
-@pytest.mark.parametrize(("question", "exit_code", "stdout", "stderr"), [
-    pytest.param(STOPPED, 0, "The whole answer.\n", ["complete chunks=1 chars=17"], id="stop"),
-    pytest.param(CUT_AT_LENGTH, 5, "The answer is\n", ["cut_short: length chunks=1 chars=13"], id="length"),
-    pytest.param(FILTERED, 5, "Well,\n", ["cut_short: content_filter chunks=1 chars=5"], id="content-filter"),
-    pytest.param(UNKNOWN_ENDING, 5, "Hmm.\n", ["unknown_ending: other chunks=1 chars=4"], id="unknown-reason"),
-    pytest.param(GAPPED, 0, "Hello\n", [GAP_WARNING, "complete chunks=2 chars=5 skipped=1"], id="skipped"),
-    pytest.param(GAPPED_AND_CUT, 5, "Half\n", [GAP_WARNING, "cut_short: length chunks=1 chars=4 skipped=1"], id="skipped-and-length"),
-    pytest.param(FAILED, 4, "Hello\n", [FAILED_MESSAGE, "stream_error: generation_failed"], id="error-event"),
-    pytest.param(IN_BAND_ERROR, 4, "Partial\n", [FAILED_MESSAGE, "stream_error: generation_failed"], id="in-band-error"),
-])
-def test_how_the_answer_ended_is_its_status_line_and_its_exit_code(start_runtime, question, exit_code, stdout, stderr):
-    runtime = start_runtime(CLI_SCENARIOS)
-    result = run_cli("--url", runtime.url, question)
-    assert (result.exit_code, result.stdout, without_request_ids(result.stderr)) == (exit_code, stdout, stderr)
+SAME = object()  # --raw prints what /api/chat does
+# How each scenario ends: its exit code, stdout, and stderr through /api/chat and with --raw
+# (SAME, or None where --raw is not asked: a raw stream that fails is cut, test_cli.py's
+# truncated case).
+EXPECTED = {
+    "stop": (STOPPED, 0, "The whole answer.\n", ["complete chunks=1 chars=17"], SAME),
+    "length": (CUT_AT_LENGTH, 5, "The answer is\n", ["cut_short: length chunks=1 chars=13"], SAME),
+    "content-filter": (FILTERED, 5, "Well,\n", ["cut_short: content_filter chunks=1 chars=5"], SAME),
+    # The Worker says "other"; raw frames are the model's own, and its word is shown.
+    "unknown-reason": (UNKNOWN_ENDING, 5, "Hmm.\n", ["unknown_ending: other chunks=1 chars=4"], ["unknown_ending: weird chunks=1 chars=4"]),
+    "skipped": (GAPPED, 0, "Hello\n", [GAP_WARNING, "complete chunks=2 chars=5 skipped=1"], SAME),
+    "skipped-and-length": (GAPPED_AND_CUT, 5, "Half\n", [GAP_WARNING, "cut_short: length chunks=1 chars=4 skipped=1"], SAME),
+    "error-event": (FAILED, 4, "Hello\n", [FAILED_MESSAGE, "stream_error: generation_failed"], None),
+    # Raw, the error's text is the provider's: no message line.
+    "in-band-error": (IN_BAND_ERROR, 4, "Partial\n", [FAILED_MESSAGE, "stream_error: generation_failed"], ["stream_error: generation_failed"]),
+}
+CASES = [
+    pytest.param(question, raw, exit_code, stdout, raw_stderr if raw and raw_stderr is not SAME else chat, id=f"{'raw' if raw else 'api-chat'}-{name}")
+    for raw in (False, True)
+    for name, (question, exit_code, stdout, chat, raw_stderr) in EXPECTED.items()
+    if not (raw and raw_stderr is None)
+]
 
 
-@pytest.mark.parametrize(("question", "exit_code", "stdout", "stderr"), [
-    pytest.param(STOPPED, 0, "The whole answer.\n", ["complete chunks=1 chars=17"], id="stop"),
-    pytest.param(CUT_AT_LENGTH, 5, "The answer is\n", ["cut_short: length chunks=1 chars=13"], id="length"),
-    pytest.param(FILTERED, 5, "Well,\n", ["cut_short: content_filter chunks=1 chars=5"], id="content-filter"),
-    # Raw frames are the model's own: its reason is shown as it sent it.
-    pytest.param(UNKNOWN_ENDING, 5, "Hmm.\n", ["unknown_ending: weird chunks=1 chars=4"], id="unknown-reason"),
-    pytest.param(GAPPED, 0, "Hello\n", [GAP_WARNING, "complete chunks=2 chars=5 skipped=1"], id="skipped"),
-    pytest.param(GAPPED_AND_CUT, 5, "Half\n", [GAP_WARNING, "cut_short: length chunks=1 chars=4 skipped=1"], id="skipped-and-length"),
-    # Its text is the provider's: no message line.
-    pytest.param(IN_BAND_ERROR, 4, "Partial\n", ["stream_error: generation_failed"], id="in-band-error"),
-])
-def test_raw_frames_end_the_same_way_by_their_finish_reason(start_runtime, question, exit_code, stdout, stderr):
+@pytest.mark.parametrize(("question", "raw", "exit_code", "stdout", "stderr"), CASES)
+def test_how_the_answer_ended_is_its_status_line_and_its_exit_code(start_runtime, question, raw, exit_code, stdout, stderr):
     runtime = start_runtime(CLI_SCENARIOS)
-    result = run_cli("--url", runtime.url, "--raw", question)
+    result = run_cli("--url", runtime.url, *(["--raw"] if raw else []), question)
     assert (result.exit_code, result.stdout, without_request_ids(result.stderr)) == (exit_code, stdout, stderr)
 
 

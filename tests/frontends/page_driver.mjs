@@ -686,15 +686,19 @@ const scenarios = {
     report.bodies = bodies;
   },
 
-  /** A continuation that is cut again (its real answer's `done` rewritten to `length` on
-   * the way: every continuation on the runtime gets the same script, which ends with
-   * `stop`), then continued once more. */
+  /** Continue when the server cannot be reached: the cut answer stays as it was. Then a
+   * continuation that is cut again (its real answer's `done` rewritten to `length` on the
+   * way: every continuation on the runtime gets the same script, which ends with `stop`),
+   * continued once more. */
   async cut_again(page, report) {
     const bodies = chatBodies(page);
     report.rewritten = [];
+    let continuations = 0;
     await page.route("**/api/chat", async (route) => {
-      const messages = route.request().postDataJSON().messages;
-      if (report.rewritten.length || messages.at(-2)?.role !== "assistant") return route.continue();
+      if (route.request().postDataJSON().messages.at(-2)?.role !== "assistant") return route.continue();
+      continuations += 1;
+      if (continuations === 1) return route.abort("connectionfailed");
+      if (continuations > 2) return route.continue();
       const response = await route.fetch();
       const body = await response.text();
       report.rewritten.push(body.includes('"finish_reason":"stop"'));
@@ -703,6 +707,11 @@ const scenarios = {
     await ask(page, "Tell me how the stream ends.");
     await waitSettled(page);
     report.cut = await endingState(page);
+    report.savedCut = await savedChat(page);
+    await lastAnswer(page).getByRole("button", { name: "Continue" }).click();
+    await waitSettled(page);
+    report.unreached = await endingState(page);
+    report.savedUnreached = await savedChat(page);
     report.cutAgain = await continueToEnd(page);
     report.continued = await continueToEnd(page);
     report.saved = await savedChat(page);

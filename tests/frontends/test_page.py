@@ -629,14 +629,24 @@ def test_a_continued_answer_is_saved_joined_and_the_next_turn_sends_it_as_one_me
     assert report["next"]["text"] == shown(NEXT_ANSWER) and report["next"]["status"] == COMPLETE
 
 
+def test_a_continuation_that_cannot_reach_the_server_leaves_the_cut_answer_as_it_was_with_continue(run_pages):
+    report = cut_short_run(run_pages).report("cut_again")
+    unreached = report["unreached"]
+    assert unreached["text"] == shown(CUT) and unreached["assistantMessages"] == 1
+    assert unreached["notice"] == "Could not reach the server. Check your connection." == unreached["status"]
+    assert unreached["continue"] is not None and unreached["retry"] is not None, "the answer is still cut: Continue stays"
+    assert report["savedUnreached"] == report["savedCut"], "saved as it was before"
+    assert report["savedCut"]["entries"][-1]["incomplete"]["notice"] == LENGTH_NOTICE
+
+
 def test_a_continuation_cut_again_offers_continue_again_and_every_part_joins_one_answer(run_pages):
     report = cut_short_run(run_pages).report("cut_again")
     assert report["rewritten"] == [True]
     again = report["cutAgain"]
     assert again["text"] == shown(CONTINUED) and again["notice"] == LENGTH_NOTICE and again["status"] == LENGTH_NOTICE
     assert again["continue"] == {"label": "Continue", "disabled": False} and again["retry"] is not None
-    _, first_continuation, second_continuation = report["bodies"]
-    assert first_continuation["messages"][1] == {"role": "assistant", "content": CUT}
+    _, unreached, first_continuation, second_continuation = report["bodies"]
+    assert unreached == first_continuation and first_continuation["messages"][1] == {"role": "assistant", "content": CUT}
     assert second_continuation["messages"] == [
         {"role": "user", "content": CUT_QUESTION},
         {"role": "assistant", "content": CONTINUED},

@@ -20,6 +20,7 @@ from tests.runtime.scripts import (
     scripted_options,
     send,
     sleep,
+    workers_ai_chunk,
 )
 
 # A frame the Worker cannot read: counted in `done.skipped`.
@@ -38,7 +39,8 @@ IN_BAND_ERROR = "Fail the way vLLM does."
 
 ENDINGS = {
     STOPPED: [openai_chunk("The whole answer."), openai_chunk(finish_reason="stop"), done_frame()],
-    CUT_AT_LENGTH: [openai_chunk("The answer is"), openai_chunk(finish_reason="length"), done_frame()],
+    # As Workers AI streams it: finish_reason on the usage chunk, after the text.
+    CUT_AT_LENGTH: [workers_ai_chunk(3, content="The answer is"), workers_ai_chunk(4, finish_reason="length"), done_frame()],
     FILTERED: [openai_chunk("Well,"), openai_chunk(finish_reason="content_filter"), done_frame()],
     # The Worker reports a finish_reason it does not know as "other".
     UNKNOWN_ENDING: [openai_chunk("Hmm."), openai_chunk(finish_reason="weird"), done_frame()],

@@ -50,6 +50,7 @@ class Reframer:
         stop: Sequence[str] = (),
         stream_id: str | None = None,
         gateway_log_id: str | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
@@ -60,7 +61,9 @@ class Reframer:
         os.urandom. `stop`: stop sequences; the answer ends (`done`, finish_reason
         "stop") just before the first one in its text, and the text is never sent.
         `stream_id`: the id of a resumable answer, sent in `meta`; `gateway_log_id`: the
-        AI Gateway's log entry of the model call, sent in `meta`.
+        AI Gateway's log entry of the model call, sent in `meta`. `max_tokens`: the
+        budget the model was given; an answer whose model gave no finish reason (native
+        frames never do) and whose usage spent the budget ends with "length".
 
         Raises ValueError if max_padding is outside [0, 255], max_line_bytes or
         max_event_chars < 1, or a stop sequence is empty.
@@ -69,6 +72,7 @@ class Reframer:
         self.model = model
         self.stream_id = stream_id
         self.gateway_log_id = gateway_log_id
+        self._max_tokens = max_tokens
         # Upstream text has one owner, the buffer; it hands out blocks of whole events,
         # read by the fast path below or, failing that, by the event reader.
         self._buffer = ReceiveBuffer(max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
@@ -138,6 +142,12 @@ class Reframer:
             return "tool_calls"
         if self._stop is not None and self._stop.matched:
             return "stop"
+        if reason is None and self._max_tokens is not None:
+            # Said by nobody, but the budget is spent: it may well have been cut there,
+            # and a truncated answer must never read as a natural end.
+            usage = self._normalizer.usage
+            if usage is not None and usage["completion_tokens"] >= self._max_tokens:
+                return "length"
         return reason
 
     def start(self) -> str:

@@ -17,7 +17,7 @@ from openai import AsyncOpenAI
 
 from tests.runtime.client import chat
 from tests.runtime.harness import LocalRuntime
-from tests.runtime.scripts import done_frame, native_frame, quirk, script, scripted_options, send, workers_ai_chunk
+from tests.runtime.scripts import done_frame, native_frame, quirk, script, scripted_options, send, usage_frame, workers_ai_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
 AI_SDK_READER = ROOT / "tests" / "ui_chat" / "read_with_ai_sdk.mjs"
@@ -52,6 +52,7 @@ SHAPES = {
                        send('data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
                             '"function":{"name":"get_weather","arguments":"{}"}}]}}]}\n\n'),
                        quirk("finish", reason="tool_calls"), done_frame()],
+    "native budget spent": [native_frame("Cut"), usage_frame(3, 8), done_frame()],
 }
 SHAPE_OPTIONS = scripted_options([text("hello"), done_frame()], prompts={prompt: script(steps) for prompt, steps in SHAPES.items()})
 
@@ -108,6 +109,17 @@ async def test_each_shape_ends_a_resumable_answer_and_its_replay_the_same_way(ru
         replayed = await chat(http, runtime.url, path=f"/api/chat/streams/{live.events[0].data['stream_id']}", method="GET")
         assert outcome(replayed) == expected, prompt
         assert [e.name for e in replayed.events] == live.names, prompt
+
+
+async def test_a_native_answer_that_spent_its_budget_ends_with_length_on_every_surface(runtime, http):
+    # Native frames carry no finish reason; usage at the budget says the answer was cut there.
+    for extra in ({}, {"resumable": True}):
+        result = await chat(http, runtime.url, ask("native budget spent", max_tokens=8, **extra))
+        assert outcome(result) == ("Cut", "done", "length", 0), extra
+    assert outcome(await chat(http, runtime.url, ask("native budget spent", max_tokens=9)))[2] is None
+    ui = await chat(http, runtime.url, {"messages": [{"id": "m0", "role": "user", "parts": [{"type": "text", "text": "native budget spent"}]}],
+                                        "max_tokens": 8}, path="/api/ui-chat")
+    assert [e.data.get("finishReason") for e in ui.events if e.data.get("type") == "finish"] == ["length"]
 
 
 def sdk(runtime: LocalRuntime) -> AsyncOpenAI:

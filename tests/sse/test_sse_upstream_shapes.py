@@ -205,3 +205,16 @@ def test_every_encoding_tells_the_same_outcome_however_the_stream_is_cut(pieces:
         # A collected completion keeps no text of a failed answer: then the ending alone.
         outcomes.add((text if ending == "done" else "", ending))
     assert len(outcomes) == 1, outcomes
+
+
+@pytest.mark.parametrize(
+    ("completion_tokens", "reason"), [pytest.param(8, "length", id="budget-spent"), pytest.param(7, None, id="under-budget")]
+)
+def test_a_native_answer_that_spent_its_budget_ends_as_cut_at_the_length_limit(completion_tokens: int, reason: str | None) -> None:
+    usage = f'{{"prompt_tokens":3,"completion_tokens":{completion_tokens},"total_tokens":{3 + completion_tokens}}}'
+    frames = [frame('{"response":"Cut"}'), frame('{"response":"","usage":' + usage + "}"), DONE]
+    output = run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, max_tokens=8), frames)
+    assert outcome(output) == ("Cut", "done", reason, 0)
+    # The model's own reason stands: it said why it ended.
+    said = [frame('{"response":"Cut","finish_reason":"stop","usage":' + usage + "}"), DONE]
+    assert outcome(run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, max_tokens=8), said))[2] == "stop"

@@ -142,7 +142,7 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
         padding = config.padding if request.obfuscation else 0
         return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding, stop=request.stop)
     started = await _start_model(edge, exchange, admitted, request.turn)
-    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.stop,
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.stop, max_tokens=max_tokens,
                         encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id)
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
@@ -171,7 +171,7 @@ async def _stream(
     config, route = admitted.config, admitted.route.name
     await load_plumbing()  # before the model starts: a failed import costs no inference
     started = await _start_model(edge, exchange, admitted, turn)
-    reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop,
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop, max_tokens=turn.max_tokens,
                         max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id)
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(

@@ -36,7 +36,7 @@ _FINISH_ALIASES = {
 # Finish reasons that say the generation failed: the answer ends with an `error`, never
 # with `done`. "error": OpenRouter and others after a provider failed mid-stream (vLLM
 # sends an error frame instead); "abort": vLLM's engine aborted the request.
-_FAILED_FINISH_REASONS = frozenset({"error", "abort"})
+_FAILED_FINISH_REASONS = frozenset({"error", "abort", "aborted", "cancelled", "canceled", "failed", "failure"})
 _RESPONSE_PREFIX = '{"response":"'
 _PADDING_INFIX = ',"p":"'
 _NOTHING = ("", "")
@@ -176,21 +176,30 @@ class UpstreamFailure(Exception):
         self.code = code
 
 
+def _says_error(value: object) -> bool:
+    return isinstance(value, str) and value.strip().lower() == "error"
+
+
 def in_band_error(obj: dict[str, Any]) -> str | None:
     """The error code an upstream frame's in-band error ends the answer with, or None
     when the frame is no error.
 
-    Two shapes: `{"error": {...}}` (vLLM's streaming error, OpenAI's own error body) and
-    a bare error body `{"object": "error", "message": ..., "code": ...}`. A Workers AI
-    error code in it (a number, or the "<code>: ..." head of its message) that says
-    "try later" or "too slow" picks that outcome; any other failure is
+    The shapes: `{"error": ...}` (vLLM's streaming error, OpenAI's own error body; only
+    null, false or "" there mean "no error", as some servers send on every chunk), a bare
+    error body `{"object": "error", ...}` or `{"type": "error", ...}` (Anthropic-style
+    streams), and Cloudflare's API envelope `{"success": false, "errors": [...]}`. A
+    Workers AI error code in it (a number, or the "<code>: ..." head of its message) that
+    says "try later" or "too slow" picks that outcome; any other failure is
     `generation_failed`. The provider's message is never kept.
     """
     error = obj.get("error")
-    if error in (None, False, ""):  # some servers send `"error": null` on every chunk
-        if obj.get("object") != "error":
-            return None
-        error = obj
+    if error is None or error is False or error == "":
+        if _says_error(obj.get("object")) or _says_error(obj.get("type")):
+            return failure_code(obj)
+        if obj.get("success") is False and "errors" in obj:
+            errors = obj["errors"]
+            return failure_code(errors[0] if isinstance(errors, list) and errors else errors)
+        return None
     return failure_code(error)
 
 
@@ -223,6 +232,19 @@ def provider_code(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and 1000 <= value < 10**_MAX_CODE_DIGITS:
         return value
     return None
+
+
+def _first_text(values: list[object]) -> tuple[str, bool]:
+    """(text, readable) of the first of `values` with text. Another with a text of its
+    own (not the same again, as servers that fill two fields send) makes the frame
+    unreadable: it cannot be told which one is the model's, and neither is dropped in
+    silence."""
+    texts = [text_of(value) for value in values]
+    readable = all(ok for _, ok in texts)
+    found = [text for text, _ in texts if text]
+    if not found:
+        return "", readable
+    return found[0], readable and all(text == found[0] for text in found)
 
 
 def _unreadable() -> tuple[str, bool]:
@@ -349,7 +371,12 @@ class UpstreamNormalizer:
         if self.done or self.failure is not None:
             return _NOTHING
         if event_type != "message":
-            self.skipped += 1
+            if _says_error(event_type):
+                # An SSE event named "error" (Anthropic-style streams, some proxies): the
+                # upstream says the generation failed, whatever its data holds.
+                self.failure = "generation_failed"
+            else:
+                self.skipped += 1
             return _NOTHING
         text = fast_response(data)
         if text is not None:
@@ -458,15 +485,33 @@ class UpstreamNormalizer:
             known = True
         choices = obj.get("choices")
         if isinstance(choices, list):
+            self._fail_on_choice_errors(choices)
             if not choices:
                 # The final OpenAI chunk: `"choices": []` next to the usage.
                 known = True
             elif isinstance(choices[0], dict):
                 choice_text, reasoning, choice_known, choice_readable = self._choice(choices[0])
+                if text and choice_text and choice_text != text:
+                    readable = False  # a `response` and a choice's text: which is the model's?
                 text = text or choice_text
                 known = known or choice_known
                 readable = readable and choice_readable
         return text, reasoning, known, readable
+
+    def _fail_on_choice_errors(self, choices: list[Any]) -> None:
+        # vLLM ends every choice when one fails: an error in any choice, or in its delta,
+        # or a failed finish reason there, fails the answer.
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            delta = choice.get("delta")
+            for holder in (choice, delta if isinstance(delta, dict) else {}):
+                failure = in_band_error(holder)
+                if failure is not None:
+                    raise UpstreamFailure(failure)
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason.strip().lower() in _FAILED_FINISH_REASONS:
+                raise UpstreamFailure("generation_failed")
 
     def _finish(self, holder: dict[str, Any]) -> bool:
         """Reads `holder`'s finish_reason; True when it has the field. Raises
@@ -475,12 +520,15 @@ class UpstreamNormalizer:
             return False
         finish_reason = holder["finish_reason"]
         if isinstance(finish_reason, str) and finish_reason:
-            if finish_reason in _FAILED_FINISH_REASONS:
+            if finish_reason.strip().lower() in _FAILED_FINISH_REASONS:
                 raise UpstreamFailure("generation_failed")
             self._finished(finish_reason)
             return True
-        # Some servers send "" on every chunk for "not yet"; null is OpenAI's.
-        return finish_reason in (None, "")
+        if finish_reason is None or finish_reason == "":
+            return True  # some servers send "" on every chunk for "not yet"; null is OpenAI's
+        # A finish reason that is not text (an object, a number): how the generation ended
+        # cannot be told, so the answer cannot be called complete.
+        raise UpstreamFailure("upstream_malformed")
 
     def _choice(self, choice: dict[str, Any]) -> tuple[str, str, bool, bool]:
         # Text in the choice's first text field present: OpenAI's streamed `delta.content`,
@@ -490,22 +538,16 @@ class UpstreamNormalizer:
         delta = choice.get("delta")
         message = choice.get("message")
         holder = delta if isinstance(delta, dict) else message if isinstance(message, dict) else None
-        value = None
-        for source, field in ((delta, "content"), (delta, "text"), (choice, "text"), (message, "content")):
-            if isinstance(source, dict) and source.get(field) is not None:
-                value = source[field]
-                known = True
-                break
-        text, readable = text_of(value)
+        sources = ((delta, "content"), (delta, "text"), (choice, "text"), (message, "content"))
+        present = [source[field] for source, field in sources if isinstance(source, dict) and source.get(field) is not None]
+        known = known or bool(present)
+        text, readable = _first_text(present)
         reasoning = ""
         if holder is not None:
             known = True
             # vLLM-served models name it `reasoning_content`; Kimi K2.6 and later name it
             # `reasoning` (Workers AI changelog, 2026-04-20). Read the one that is not empty.
-            reasoning, reasoning_readable = text_of(holder.get("reasoning_content"))
-            if not reasoning:
-                reasoning, other_readable = text_of(holder.get("reasoning"))
-                reasoning_readable = reasoning_readable and other_readable
+            reasoning, reasoning_readable = _first_text([holder.get("reasoning_content"), holder.get("reasoning")])
             readable = readable and reasoning_readable
             if (text or reasoning) and self._tools.open:
                 # Text after a call: the call is done, and a client may run it now.

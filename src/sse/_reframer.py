@@ -298,9 +298,17 @@ class Reframer:
     def _error(self, code: str) -> str:
         if code not in ERROR_MESSAGES:
             code = "internal_error"
+        # Text held back in case it began a stop sequence is model text like the rest:
+        # the partial answer before the error keeps it.
+        held = self._stop.flush() if self._stop is not None and not self._stop.matched else ""
+        before = ""
+        if held:
+            before = self._encoder.delta(held, next(self._pads))
+            self._deltas += 1
+            self._chars += len(held)
         self._end()
         self.last_error_code = code
-        return self._encoder.error(
+        return before + self._encoder.error(
             code=code, message=ERROR_MESSAGES[code], request_id=self.request_id
         )
 

@@ -53,6 +53,10 @@ SHAPES = {
                             '"function":{"name":"get_weather","arguments":"{}"}}]}}]}\n\n'),
                        quirk("finish", reason="tool_calls"), done_frame()],
     "native budget spent": [native_frame("Cut"), usage_frame(3, 8), done_frame()],
+    # From the attack on this issue: an error inside a choice, a failure in capitals.
+    "choice error": [text("Partial"), send('data: {"choices":[{"index":0,"delta":{},"error":{"message":"' + SECRET + '","code":500}}]}\n\n'),
+                     done_frame()],
+    "shouted error": [text("Partial"), quirk("finish", reason="ERROR"), done_frame()],
 }
 SHAPE_OPTIONS = scripted_options([text("hello"), done_frame()], prompts={prompt: script(steps) for prompt, steps in SHAPES.items()})
 
@@ -62,6 +66,8 @@ EXPECTED = {
     "error body": ("Partial", "error", "generation_failed", None),
     "finish error": ("Partial", "error", "generation_failed", None),
     "capacity": ("Partial", "error", "model_unavailable", None),
+    "choice error": ("Partial", "error", "generation_failed", None),
+    "shouted error": ("Partial", "error", "generation_failed", None),
     "numbers": ("It is 5. Cost $0.005, cited [1], ratio 1.10", "done", "stop", 0),
     "native numbers": ("v1.10 and 1e400", "done", None, 0),
     "fields": ("abcde", "done", "stop", 0),

@@ -143,8 +143,15 @@ def test_done_inside_json_is_not_the_sentinel() -> None:
 
 def test_events_with_another_type_are_skipped_and_counted() -> None:
     normalizer = UpstreamNormalizer()
-    assert normalizer.read("error", '{"response":"x"}') == NOTHING
-    assert normalizer.skipped == 1
+    assert normalizer.read("other", '{"response":"x"}') == NOTHING
+    assert normalizer.skipped == 1 and normalizer.failure is None
+
+
+@pytest.mark.parametrize("event_type", ["error", "Error", " error "])
+def test_an_event_named_error_fails_the_answer(event_type: str) -> None:
+    normalizer = UpstreamNormalizer()
+    assert normalizer.read(event_type, '{"response":"x"}') == NOTHING
+    assert normalizer.failure == "generation_failed"
 
 
 def test_native_usage_is_recorded_and_keeps_only_the_three_counts() -> None:

@@ -339,7 +339,7 @@ def test_an_unexpected_failure_inside_feed_becomes_internal_error_not_an_excepti
 
 def test_non_message_events_are_skipped_and_counted() -> None:
     upstream = (
-        'event: error\ndata: {"response":"x"}\n\ndata: nonsense\n\n'
+        'event: other\ndata: {"response":"x"}\n\ndata: nonsense\n\n'
         'data: {"response":"a"}\n\ndata: [DONE]\n\n'
     )
     reframer = make()

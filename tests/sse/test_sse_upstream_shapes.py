@@ -86,6 +86,32 @@ CASES = [
                  ("x", "error", "model_unavailable", None), id="a-workers-ai-capacity-code"),
     pytest.param([content('"x"'), finish("error"), DONE], ("x", "error", "generation_failed", None), id="finish-reason-error"),
     pytest.param([frame('{"response":"x","error":null}'), DONE], ("x", "done", None, 0), id="a-null-error-is-no-error"),
+    # Found by the attack on this issue: failures in other places and spellings.
+    pytest.param([content('"x"'), frame('{"choices":[{"index":0,"delta":{},"finish_reason":null,"error":{"message":"m","code":500}}]}'), DONE],
+                 ("x", "error", "generation_failed", None), id="an-error-inside-a-choice"),
+    pytest.param([content('"x"'), frame('{"choices":[{"index":0,"delta":{"content":"","error":"m"}}]}'), DONE],
+                 ("x", "error", "generation_failed", None), id="an-error-inside-a-delta"),
+    pytest.param([content('"x"'), frame('{"choices":[{"index":0,"delta":{}},{"index":1,"delta":{},"finish_reason":"error"}]}'), DONE],
+                 ("x", "error", "generation_failed", None), id="a-failed-second-choice"),
+    pytest.param([content('"x"'), finish(" ERROR "), DONE], ("x", "error", "generation_failed", None), id="error-in-another-spelling"),
+    pytest.param([content('"x"'), finish("cancelled"), DONE], ("x", "error", "generation_failed", None), id="cancelled"),
+    pytest.param([content('"x"'), frame('{"choices":[{"index":0,"delta":{},"finish_reason":{"type":"error"}}]}'), DONE],
+                 ("x", "error", "upstream_malformed", None), id="a-finish-reason-that-is-not-text"),
+    pytest.param([content('"x"'), 'event: error\ndata: {"error":{"message":"m"}}\n\n', DONE],
+                 ("x", "error", "generation_failed", None), id="an-event-named-error"),
+    pytest.param([content('"x"'), frame('{"type":"error","error":{"type":"overloaded_error","message":"m"}}'), DONE],
+                 ("x", "error", "generation_failed", None), id="an-anthropic-style-error"),
+    pytest.param([content('"x"'), frame('{"result":null,"success":false,"errors":[{"code":3040,"message":"m"}]}'), DONE],
+                 ("x", "error", "model_unavailable", None), id="cloudflares-api-envelope"),
+    pytest.param([content('"x"'), frame('{"error":0}'), DONE], ("x", "error", "generation_failed", None), id="error-zero-is-an-error"),
+    pytest.param([frame('{"choices":[{"index":0,"delta":{"content":"","text":"T"}}]}'), DONE], ("T", "done", None, 0),
+                 id="an-empty-content-beside-text"),
+    pytest.param([frame('{"choices":[{"index":0,"delta":{"content":"A","text":"B"}}]}'), DONE], ("A", "done", None, 1),
+                 id="two-different-texts-are-counted"),
+    pytest.param([frame('{"choices":[{"index":0,"delta":{"content":"A","text":"A"}}]}'), DONE], ("A", "done", None, 0),
+                 id="the-same-text-twice-is-one"),
+    pytest.param([frame('{"response":"R","choices":[{"index":0,"delta":{"content":"C"}}]}'), DONE], ("R", "done", None, 1),
+                 id="a-response-and-a-choice-text-are-counted"),
     # Finish reasons: aliases mapped, the unknown kept as "other".
     pytest.param([content('"x"'), finish("max_tokens"), DONE], ("x", "done", "length", 0), id="max-tokens-is-length"),
     pytest.param([content('"x"'), finish("eos"), DONE], ("x", "done", "stop", 0), id="eos-is-stop"),
@@ -218,3 +244,11 @@ def test_a_native_answer_that_spent_its_budget_ends_as_cut_at_the_length_limit(c
     # The model's own reason stands: it said why it ended.
     said = [frame('{"response":"Cut","finish_reason":"stop","usage":' + usage + "}"), DONE]
     assert outcome(run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, max_tokens=8), said))[2] == "stop"
+
+
+def test_text_held_for_a_stop_sequence_is_kept_before_an_error() -> None:
+    for how, chunks in text_and_bytes("".join([content('"a ST"'), VLLM_ERROR, DONE])):
+        output = run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, stop=["STOP"]), chunks)
+        assert outcome(output) == ("a ST", "error", "generation_failed", None), how
+    cut = run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, stop=["STOP"]), [content('"a ST"')])
+    assert outcome(cut) == ("a ST", "error", "upstream_incomplete", None)

@@ -31,6 +31,7 @@ from ._reframer import CUT_SHORT_REASONS, Reframer
 from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayFormat, ReplayWriter, StoredEvent, parse_event_id
 from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
+from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_code
 
 __all__ = [
     "CUT_SHORT_REASONS",
@@ -58,6 +59,7 @@ __all__ = [
     "NDJSONEncoder",
     "OpenAIChunkEncoder",
     "OpenAICompletionEncoder",
+    "RATE_LIMIT_CODES",
     "ReceiveBuffer",
     "ReplayFormat",
     "ReplayWriter",
@@ -69,12 +71,14 @@ __all__ = [
     "STREAM_HEADERS",
     "StoredEvent",
     "StreamClosedError",
+    "TIMEOUT_CODES",
     "ToolCall",
     "ToolCallDelta",
     "ToolCallStart",
     "UIMessageStreamEncoder",
     "UI_MESSAGE_STREAM_HEADER",
     "UpstreamNormalizer",
+    "binding_error_code",
     "loads_bounded",
     "openai_error",
     "openai_finish_reason",

@@ -12,6 +12,7 @@ from typing import Any
 from ._json import JSONNumber, loads_bounded, loads_exact
 from ._jsonstr import scan_body, scanstring
 from ._tool_calls import ToolCallAssembler, ToolCallError, ToolEvent
+from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_code
 
 __all__ = ["UpstreamNormalizer"]
 
@@ -37,6 +38,8 @@ _FINISH_ALIASES = {
 # with `done`. "error": OpenRouter and others after a provider failed mid-stream (vLLM
 # sends an error frame instead); "abort": vLLM's engine aborted the request.
 _FAILED_FINISH_REASONS = frozenset({"error", "abort", "aborted", "cancelled", "canceled", "failed", "failure"})
+# How much a finish reason says the answer is not whole: of several, the weightiest stands.
+_FINISH_WEIGHT = {"other": 1, "length": 2, "content_filter": 2}
 _RESPONSE_PREFIX = '{"response":"'
 _PADDING_INFIX = ',"p":"'
 _NOTHING = ("", "")
@@ -167,17 +170,12 @@ def _finish_reason(value: str) -> str:
     return _FINISH_ALIASES.get(value, "other")
 
 
-class UpstreamFailure(Exception):
-    """The upstream said in the stream that the generation failed; `code` is the error
-    code the answer ends with."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
 def _says_error(value: object) -> bool:
     return isinstance(value, str) and value.strip().lower() == "error"
+
+
+def _failed(finish_reason: object) -> bool:
+    return isinstance(finish_reason, str) and finish_reason.strip().lower() in _FAILED_FINISH_REASONS
 
 
 def in_band_error(obj: dict[str, Any]) -> str | None:
@@ -204,33 +202,28 @@ def in_band_error(obj: dict[str, Any]) -> str | None:
 
 
 def failure_code(error: object) -> str:
-    """Our code for a provider's error object (see in_band_error)."""
-    if isinstance(error, dict):
-        for value in (error.get("code"), error.get("message")):
-            code = provider_code(value)
-            if code is not None:
-                return WORKERS_AI_STREAM_CODES.get(code, "generation_failed")
+    """Our code for a provider's error (see in_band_error): a Workers AI code in its
+    `code`, or at the head of its message (the error itself, or its `message`), that says
+    "try later" is `model_unavailable` and "too slow" `upstream_timeout`; anything else
+    `generation_failed`."""
+    message = error.get("message") if isinstance(error, dict) else error
+    codes = (
+        _error_code(error.get("code")) if isinstance(error, dict) else None,
+        binding_error_code(message) if isinstance(message, str) else None,
+    )
+    if any(code in RATE_LIMIT_CODES for code in codes):
+        return "model_unavailable"
+    if any(code in TIMEOUT_CODES for code in codes):
+        return "upstream_timeout"
     return "generation_failed"
 
 
-# Workers AI's error codes (its errors table; docs/upstream-shapes.md) that name an outcome
-# of their own when they end a stream; any other code is `generation_failed`.
-# 3007 "Request timeout"; 3036 the daily free allocation spent and 3040 out of capacity,
-# both "try later"; 3008 "Request was aborted" and the rest fail the generation.
-WORKERS_AI_STREAM_CODES = {3007: "upstream_timeout", 3036: "model_unavailable", 3040: "model_unavailable"}
-_MAX_CODE_DIGITS = 5
-
-
-def provider_code(value: object) -> int | None:
-    """A Workers AI error code: a number of four or five digits, or the digits before the
-    first colon of a message ("3040: Capacity temporarily exceeded")."""
-    if isinstance(value, str):
-        value = value[: _MAX_CODE_DIGITS + 1].partition(":")[0].strip()
-        if not (value.isascii() and value.isdigit()):
-            return None
-        value = int(value)
-    if isinstance(value, int) and not isinstance(value, bool) and 1000 <= value < 10**_MAX_CODE_DIGITS:
+def _error_code(value: object) -> int | None:
+    # A code as a number (vLLM's HTTP status, Workers AI's 3040) or a string of digits.
+    if isinstance(value, int) and not isinstance(value, bool):
         return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 5:
+        return int(value)
     return None
 
 
@@ -247,10 +240,6 @@ def _first_text(values: list[object]) -> tuple[str, bool]:
     return found[0], readable and all(text == found[0] for text in found)
 
 
-def _unreadable() -> tuple[str, bool]:
-    return "", False
-
-
 def text_of(value: object) -> tuple[str, bool]:
     """(text, readable) of one text field's value; the one rule every text field follows.
 
@@ -261,6 +250,13 @@ def text_of(value: object) -> tuple[str, bool]:
     cannot be read as text: readable is False, and the frame counts as skipped, so the
     answer says it has a gap instead of dropping the value in silence.
     """
+    if isinstance(value, list):
+        parts = [_part_text(part) for part in value]
+        return "".join(text for text, _ in parts), all(readable for _, readable in parts)
+    return _scalar_text(value)
+
+
+def _scalar_text(value: object) -> tuple[str, bool]:
     if isinstance(value, str):
         return value, True
     if value is None:
@@ -269,18 +265,14 @@ def text_of(value: object) -> tuple[str, bool]:
         return value.lexeme, True
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value), True
-    if isinstance(value, list):
-        texts: list[str] = []
-        readable = True
-        for part in value:
-            part_text, part_readable = (
-                text_of(part.get("text")) if isinstance(part, dict) and part.get("type") == "text" and "text" in part
-                and not isinstance(part.get("text"), list) else _unreadable()
-            )
-            texts.append(part_text)
-            readable = readable and part_readable
-        return "".join(texts), readable
-    return _unreadable()
+    return "", False
+
+
+def _part_text(part: object) -> tuple[str, bool]:
+    # A content part `{"type": "text", "text": ...}`; its text follows the scalar rule.
+    if isinstance(part, dict) and part.get("type") == "text" and "text" in part:
+        return _scalar_text(part["text"])
+    return "", False
 
 
 class UpstreamNormalizer:
@@ -326,12 +318,22 @@ class UpstreamNormalizer:
         return self._tools.count
 
     @property
+    def call_open(self) -> bool:
+        """Whether a tool call is being written: text that comes next ends it, so the text
+        must be read here (never copied past by a caller's fast path)."""
+        return self._tools.open
+
+    @property
     def tool_fragments(self) -> int:
         """Tool-call entries that carried output (a call's start, a piece of arguments)."""
         return self._tools.fragments
 
     def _finished(self, reason: str) -> None:
-        self.finish_reason = _finish_reason(reason)
+        # A repeated finish never makes a cut answer whole: "length" then "stop" is a cut
+        # answer, whatever came last.
+        reason = _finish_reason(reason)
+        if _FINISH_WEIGHT.get(reason, 0) >= _FINISH_WEIGHT.get(self.finish_reason or "", 0):
+            self.finish_reason = reason
         self._finishes += 1
 
     def complete_tool_calls(self) -> None:
@@ -453,9 +455,13 @@ class UpstreamNormalizer:
             if self._finishes != finishes:
                 # The model gave its finish reason: the call it was writing is complete.
                 self._tools.finish(self.tool_events)
-        except (ToolCallError, UpstreamFailure) as error:
+        except ToolCallError as error:
             self.failure = error.code
             return _NOTHING
+        if self.failure is not None:
+            # The upstream said the generation failed: the text of this frame is the last
+            # of the partial answer.
+            return text, reasoning
         if not known or not readable:
             self.skipped += 1
         return text, reasoning
@@ -463,9 +469,7 @@ class UpstreamNormalizer:
     def _fields(self, obj: dict[str, Any]) -> tuple[str, str, bool, bool]:
         """(text, reasoning, known, readable): `known` when the frame had a field this
         class reads, `readable` unless a text field held something that is not text."""
-        failure = in_band_error(obj)
-        if failure is not None:
-            raise UpstreamFailure(failure)
+        self._fail(in_band_error(obj))
         text = ""
         reasoning = ""
         known = False
@@ -481,7 +485,8 @@ class UpstreamNormalizer:
                 known = True
         if "tool_calls" in obj and self._tools.read(obj["tool_calls"], self.tool_events):
             known = True
-        if isinstance(obj.get("finish_reason"), str) and self._finish(obj):
+        # A native frame's own finish_reason; null or "" there is no news.
+        if obj.get("finish_reason") not in (None, "") and self._finish(obj):
             known = True
         choices = obj.get("choices")
         if isinstance(choices, list):
@@ -498,6 +503,11 @@ class UpstreamNormalizer:
                 readable = readable and choice_readable
         return text, reasoning, known, readable
 
+    def _fail(self, code: str | None) -> None:
+        # The first failure a frame names is the answer's.
+        if code is not None and self.failure is None:
+            self.failure = code
+
     def _fail_on_choice_errors(self, choices: list[Any]) -> None:
         # vLLM ends every choice when one fails: an error in any choice, or in its delta,
         # or a failed finish reason there, fails the answer.
@@ -506,29 +516,28 @@ class UpstreamNormalizer:
                 continue
             delta = choice.get("delta")
             for holder in (choice, delta if isinstance(delta, dict) else {}):
-                failure = in_band_error(holder)
-                if failure is not None:
-                    raise UpstreamFailure(failure)
-            reason = choice.get("finish_reason")
-            if isinstance(reason, str) and reason.strip().lower() in _FAILED_FINISH_REASONS:
-                raise UpstreamFailure("generation_failed")
+                self._fail(in_band_error(holder))
+            if _failed(choice.get("finish_reason")):
+                self._fail("generation_failed")
 
     def _finish(self, holder: dict[str, Any]) -> bool:
-        """Reads `holder`'s finish_reason; True when it has the field. Raises
-        UpstreamFailure for a reason that says the generation failed."""
+        """Reads `holder`'s finish_reason; True when it has the field. A reason that says
+        the generation failed, or is not text, fails the answer."""
         if "finish_reason" not in holder:
             return False
         finish_reason = holder["finish_reason"]
         if isinstance(finish_reason, str) and finish_reason:
-            if finish_reason.strip().lower() in _FAILED_FINISH_REASONS:
-                raise UpstreamFailure("generation_failed")
-            self._finished(finish_reason)
+            if _failed(finish_reason):
+                self._fail("generation_failed")
+            else:
+                self._finished(finish_reason)
             return True
         if finish_reason is None or finish_reason == "":
             return True  # some servers send "" on every chunk for "not yet"; null is OpenAI's
         # A finish reason that is not text (an object, a number): how the generation ended
         # cannot be told, so the answer cannot be called complete.
-        raise UpstreamFailure("upstream_malformed")
+        self._fail("upstream_malformed")
+        return True
 
     def _choice(self, choice: dict[str, Any]) -> tuple[str, str, bool, bool]:
         # Text in the choice's first text field present: OpenAI's streamed `delta.content`,

@@ -206,8 +206,10 @@ class Reframer:
             if block:
                 # The hot path: a block of nothing but common native events is read by
                 # one regex call and copied through without decoding its JSON strings.
-                # With stop sequences every text is read whole, to be scanned.
-                bodies = native_event_bodies(block) if self._stop is None else None
+                # With stop sequences every text is read whole, to be scanned; after an
+                # open tool call the text ends the call, which the normalizer does.
+                fast = self._stop is None and not self._normalizer.call_open
+                bodies = native_event_bodies(block) if fast else None
                 if bodies is None:
                     self._emit(self._reader.read(block), out)
                 else:

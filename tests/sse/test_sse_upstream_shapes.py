@@ -112,6 +112,25 @@ CASES = [
                  id="the-same-text-twice-is-one"),
     pytest.param([frame('{"response":"R","choices":[{"index":0,"delta":{"content":"C"}}]}'), DONE], ("R", "done", None, 1),
                  id="a-response-and-a-choice-text-are-counted"),
+    # Workers AI's codes, wherever the error carries them; any other value is a plain failure.
+    pytest.param([content('"x"'), frame('{"error":"InferenceUpstreamError: 3040: Capacity temporarily exceeded"}'), DONE],
+                 ("x", "error", "model_unavailable", None), id="a-code-at-the-head-of-an-error-string"),
+    pytest.param([content('"x"'), frame('{"object":"error","message":"3007: Request timeout","code":408}'), DONE],
+                 ("x", "error", "upstream_timeout", None), id="a-code-in-the-message-beside-an-http-status"),
+    pytest.param([content('"x"'), frame('{"error":{"code":"3036","message":"m"}}'), DONE],
+                 ("x", "error", "model_unavailable", None), id="a-code-as-a-string"),
+    pytest.param([content('"x"'), frame('{"error":{"code":[3040],"message":{"a":1}}}'), DONE],
+                 ("x", "error", "generation_failed", None), id="a-code-and-message-of-other-shapes"),
+    pytest.param([frame('{"response":"x","finish_reason":{"type":"error"}}'), DONE], ("x", "error", "upstream_malformed", None),
+                 id="a-native-finish-reason-that-is-not-text"),
+    pytest.param([frame('{"response":"x","finish_reason":null}'), DONE], ("x", "done", None, 0), id="a-native-null-finish-reason"),
+    pytest.param([content('"x"'), frame('{"choices":[{"index":0,"delta":{"content":" last"},"finish_reason":"error"}]}'), DONE],
+                 ("x last", "error", "generation_failed", None), id="the-text-of-the-failing-frame-is-kept"),
+    # A repeated finish never makes a cut answer whole.
+    pytest.param([content('"x"'), finish("length"), finish("stop"), DONE], ("x", "done", "length", 0), id="length-then-stop"),
+    pytest.param([content('"x"'), finish("repetition"), finish("stop"), DONE], ("x", "done", "other", 0), id="other-then-stop"),
+    pytest.param([content('"x"'), finish("stop"), finish("content_filter"), DONE], ("x", "done", "content_filter", 0),
+                 id="stop-then-content-filter"),
     # Finish reasons: aliases mapped, the unknown kept as "other".
     pytest.param([content('"x"'), finish("max_tokens"), DONE], ("x", "done", "length", 0), id="max-tokens-is-length"),
     pytest.param([content('"x"'), finish("eos"), DONE], ("x", "done", "stop", 0), id="eos-is-stop"),
@@ -252,3 +271,15 @@ def test_text_held_for_a_stop_sequence_is_kept_before_an_error() -> None:
         assert outcome(output) == ("a ST", "error", "generation_failed", None), how
     cut = run_reframer(lambda: Reframer(request_id="r", model="m", max_padding=0, stop=["STOP"]), [content('"a ST"')])
     assert outcome(cut) == ("a ST", "error", "upstream_incomplete", None)
+
+
+def test_native_text_after_an_open_tool_call_ends_the_call_however_it_arrives() -> None:
+    # Found by the fuzz profile: a block of plain native frames took the copy-through path,
+    # which never told the open call it had ended.
+    call = frame('{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c1","type":"function",'
+                 '"function":{"name":"f","arguments":"{}"}}]}}]}')
+    # Without [DONE] the end of the stream completes nothing: only the text can end the call.
+    for how, chunks in [("apart", [call, frame('{"response":"0"}')]), *text_and_bytes(call + frame('{"response":"0"}'))]:
+        events = protocol_events(run_reframer(make, chunks))
+        assert [kind for kind, _ in events] == ["meta", "tool_call_start", "tool_call_delta", "delta", "tool_call", "error"], how
+        assert events[3][1]["text"] == "0", how

@@ -511,12 +511,15 @@ class UpstreamNormalizer:
     def _fail_on_choice_errors(self, choices: list[Any]) -> None:
         # vLLM ends every choice when one fails: an error in any choice, or in its delta,
         # or a failed finish reason there, fails the answer.
+        # A choice is no error body: only its `error` (or its delta's) is one.
         for choice in choices:
             if not isinstance(choice, dict):
                 continue
             delta = choice.get("delta")
-            for holder in (choice, delta if isinstance(delta, dict) else {}):
-                self._fail(in_band_error(holder))
+            if "error" in choice:
+                self._fail(in_band_error({"error": choice["error"]}))
+            if isinstance(delta, dict) and "error" in delta:
+                self._fail(in_band_error({"error": delta["error"]}))
             if _failed(choice.get("finish_reason")):
                 self._fail("generation_failed")
 
@@ -550,14 +553,19 @@ class UpstreamNormalizer:
         sources = ((delta, "content"), (delta, "text"), (choice, "text"), (message, "content"))
         present = [source[field] for source, field in sources if isinstance(source, dict) and source.get(field) is not None]
         known = known or bool(present)
-        text, readable = _first_text(present)
+        if len(present) == 1 and type(present[0]) is str:
+            text, readable = present[0], True  # nearly every chunk: one string of text
+        else:
+            text, readable = _first_text(present)
         reasoning = ""
         if holder is not None:
             known = True
             # vLLM-served models name it `reasoning_content`; Kimi K2.6 and later name it
             # `reasoning` (Workers AI changelog, 2026-04-20). Read the one that is not empty.
-            reasoning, reasoning_readable = _first_text([holder.get("reasoning_content"), holder.get("reasoning")])
-            readable = readable and reasoning_readable
+            both = holder.get("reasoning_content"), holder.get("reasoning")
+            if both != (None, None):
+                reasoning, reasoning_readable = _first_text(list(both))
+                readable = readable and reasoning_readable
             if (text or reasoning) and self._tools.open:
                 # Text after a call: the call is done, and a client may run it now.
                 self._tools.finish(self.tool_events)

@@ -26,6 +26,8 @@ stderr gets exactly one status line, always the last line written there:
     unknown_ending: REASON chunks=N chars=M
                                        exit 5   the model ended for a reason the Worker does
                                                 not know (REASON other): maybe not whole
+    empty chunks=0 chars=0             exit 5   the model ended whole but sent no text and
+                                                no tool call
     cancelled after N chunks           exit 3   --cancel-after N: left after N chunks
     output_closed after N chunks       exit 3   stdout was closed (`| head`): left, quietly
     interrupted after N chunks         exit 130 Ctrl-C (SIGINT): left, no traceback
@@ -33,7 +35,7 @@ stderr gets exactly one status line, always the last line written there:
                                                 truncated, timeout, connection_failed,
                                                 http_error, unexpected_response, malformed_stream
 
-The three endings add ` tool_calls=K` when the model made K tool calls and ` skipped=S`
+The four endings add ` tool_calls=K` when the model made K tool calls and ` skipped=S`
 when S frames of the model's output could not be read (`done.skipped`); the exit status
 stays the ending's, and the line before the status line says
 `warning: S frames of the model's output could not be read; the answer may have gaps`.
@@ -49,7 +51,7 @@ unreadable --history or --tools file (nothing is sent then).
 --history FILE.json holds the conversation so far (missing: a new one): its turns are sent
 before the question, and a complete answer appends the question and the answer to it, so
 the next run goes on from there (skipped frames or not). A turn that did not complete is
-not written: neither a cut-short one nor one that ended for an unknown reason.
+not written: neither a cut-short or empty one nor one that ended for an unknown reason.
 
 --raw reads Workers AI's own frames: the last finish_reason of OpenAI-style chunks is read
 as above (with other servers' names for the same endings: max_tokens is length, eos and
@@ -266,7 +268,7 @@ class EventStreamParser:
 
 
 # The kinds of outcome for an answer that ended with `done` ([DONE] with --raw).
-ENDINGS = ("complete", "cut_short", "unknown_ending")
+ENDINGS = ("complete", "cut_short", "unknown_ending", "empty")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -318,7 +320,7 @@ class Outcome:
 
     @property
     def exit_code(self) -> int:
-        codes = {"complete": EXIT_COMPLETE, "cut_short": EXIT_NOT_WHOLE, "unknown_ending": EXIT_NOT_WHOLE,
+        codes = {"complete": EXIT_COMPLETE, "cut_short": EXIT_NOT_WHOLE, "unknown_ending": EXIT_NOT_WHOLE, "empty": EXIT_NOT_WHOLE,
                  "cancelled": EXIT_CANCELLED, "output_closed": EXIT_CANCELLED, "interrupted": EXIT_INTERRUPTED}
         return codes.get(self.kind, EXIT_STREAM_ERROR)
 
@@ -382,7 +384,10 @@ class AnswerReader:
         finish_reason (None or "" when the model did not say)."""
         reason = finish_reason if isinstance(finish_reason, str) or finish_reason is None else "other"
         if not reason or reason in WHOLE_ENDINGS:
-            return self.outcome("complete", skipped=skipped)
+            # Ended by the model, but with nothing in it (no text, no call): not an answer
+            # anyone asked for, and as the page does, not shown as one.
+            whole = self.chars or self.tool_calls
+            return self.outcome("complete" if whole else "empty", skipped=skipped)
         if reason in CUT_SHORT_ENDINGS:
             return self.outcome("cut_short", finish_reason=CUT_SHORT_ENDINGS[reason], skipped=skipped)
         if reason == FAILED_ENDING:
@@ -751,8 +756,8 @@ def positive_float(text: str) -> float:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Ask the chat Worker a question; the answer streams to stdout, one status line to stderr.",
-        epilog="exit status: 0 complete; 5 cut short (length, content_filter) or ended for a reason not known "
-               "(other); 3 cancelled or stdout closed; 4 stream error; 130 interrupted; 2 usage",
+        epilog="exit status: 0 complete; 5 cut short (length, content_filter), ended for a reason not known "
+               "(other) or empty; 3 cancelled or stdout closed; 4 stream error; 130 interrupted; 2 usage",
     )
     parser.add_argument("question")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the Worker (default {DEFAULT_URL})")

@@ -224,6 +224,13 @@ def test_the_done_event_gives_the_status_line_the_exit_code_and_the_turn_for_his
     assert outcome.answer == ({"role": "assistant", "content": "Hi"} if whole else None), "only a whole answer is written"
 
 
+@pytest.mark.parametrize("done", [{"finish_reason": "stop"}, {"finish_reason": None}, {"finish_reason": "stop", "skipped": 1}])
+def test_an_answer_that_ended_whole_with_nothing_in_it_is_empty_not_complete(done):
+    outcome = ended(ProtocolReader(), protocol_event("done", **done))
+    assert outcome.status_line.startswith("empty chunks=0 chars=0") and outcome.exit_code == 5
+    assert outcome.answer is None, "an empty turn is not written to --history"
+
+
 def test_skipped_frames_are_warned_about_before_the_status_line():
     one = Outcome(kind="complete", chunks=1, chars=2, skipped=1).report()
     assert one == ["warning: 1 frame of the model's output could not be read; the answer may have gaps", "complete chunks=1 chars=2 skipped=1"]

@@ -57,6 +57,10 @@ SHAPES = {
     "choice error": [text("Partial"), send('data: {"choices":[{"index":0,"delta":{},"error":{"message":"' + SECRET + '","code":500}}]}\n\n'),
                      done_frame()],
     "shouted error": [text("Partial"), quirk("finish", reason="ERROR"), done_frame()],
+    # Native arguments are written back with their numbers as sent, by a recursive writer:
+    # 60 levels, 63 with the frame's own (the most a frame may nest is 64), each holding a number it must keep.
+    "deep arguments": [send('data: {"response":"","tool_calls":[{"name":"f","arguments":' + '{"a":[1.10,' * 30 + "0" + "]}" * 30 + "}]}\n\n"),
+                       done_frame()],
 }
 SHAPE_OPTIONS = scripted_options([text("hello"), done_frame()], prompts={prompt: script(steps) for prompt, steps in SHAPES.items()})
 
@@ -126,6 +130,13 @@ async def test_a_native_answer_that_spent_its_budget_ends_with_length_on_every_s
     ui = await chat(http, runtime.url, {"messages": [{"id": "m0", "role": "user", "parts": [{"type": "text", "text": "native budget spent"}]}],
                                         "max_tokens": 8}, path="/api/ui-chat")
     assert [e.data.get("finishReason") for e in ui.events if e.data.get("type") == "finish"] == ["length"]
+
+
+async def test_native_arguments_as_deep_as_a_frame_may_nest_keep_their_numbers(runtime, http):
+    result = await chat(http, runtime.url, ask("deep arguments"))
+    calls = [e.data for e in result.events if e.name == "tool_call"]
+    assert result.terminal.name == "done" and len(calls) == 1
+    assert calls[0]["arguments"] == '{"a":[1.10,' * 30 + "0" + "]}" * 30
 
 
 def sdk(runtime: LocalRuntime) -> AsyncOpenAI:

@@ -652,7 +652,9 @@ const TEXT_FIELDS = {
 const QUIRK_STEPS = {
   // vLLM's OpenAI-compatible server ends a generation that fails part-way with an error
   // frame, then [DONE]: create_streaming_error_response (vllm-project/vllm,
-  // vllm/entrypoints/openai/serving_chat.py; a GenerationError is InternalServerError, 500).
+  // vllm/entrypoints/openai/engine/serving.py, once serving_engine.py; the chat generator in
+  // chat_completion/serving.py yields it from its except, then only [DONE]; read 2026-12-01.
+  // A GenerationError is InternalServerError, 500).
   // Workers AI's OpenAI-style streams share vLLM's chunk shape (its chatcmpl-tool- ids, its
   // null entries). Compact here; vLLM's json.dumps puts a space after each , and :. Only the
   // error frame: a script sends [DONE] itself.

@@ -21,7 +21,7 @@
 //   AI_REPLY_TOKENS       force the reply length (default: 60-300, derived from the messages)
 //   AI_FRAMES_PER_CHUNK   frames per network chunk when unpaced (default 3)
 //   AI_STAMP_TOKENS       "1": each token is "<t=ms>", its send time (latency benchmarks)
-//   AI_SCRIPT             a JSON test script (see README: "Scripted upstreams")
+//   AI_SCRIPT             a JSON test script (docs/emulator.md, "Scripted upstreams")
 //   AI_QUIRKS             comma-separated upstream quirks the generated replies carry (REPLY_QUIRKS)
 import { WorkerEntrypoint } from "cloudflare:workers";
 
@@ -851,8 +851,17 @@ function nativeStream(source, ctx) {
   return readable;
 }
 
-function readSettings(env) {
-  const script = env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
+// The script of this call: AI_SCRIPT's, or, with AI_SCRIPT_URL, whatever that address
+// serves now (JSON; `null` for none). The test harness serves one there per runtime, so one
+// runtime replays test after test's script without a restart (tests/harness/pool.py).
+async function currentScript(env) {
+  if (!env.AI_SCRIPT_URL) return env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
+  const response = await fetch(env.AI_SCRIPT_URL);
+  if (!response.ok) throw new Error(`AI_SCRIPT_URL answered ${response.status}`);
+  return response.json();
+}
+
+function readSettings(env, script) {
   const format = env.AI_FORMAT || null;
   if (format !== null && format !== "native" && format !== "openai") throw new Error(`AI_FORMAT must be native or openai, got ${format}`);
   const style = env.AI_STYLE || "prose";
@@ -994,7 +1003,7 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
   }
 
   async run(model, inputs, options) {
-    const settings = readSettings(this.env);
+    const settings = readSettings(this.env, await currentScript(this.env));
     const context = { model, call: crypto.randomUUID() };
     // A script may give some models, or some prompts (the last user message), a script of
     // their own: fallbacks, and whole fault matrices served by one runtime. A script with

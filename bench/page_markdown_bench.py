@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.frontends.conftest import drive_pages  # noqa: E402
 from tests.frontends.upstreams import MARKDOWN  # noqa: E402
-from tests.runtime.harness import LocalRuntime  # noqa: E402
+from tests.harness.runtime import LocalRuntime  # noqa: E402
 
 FIGURES = ("maxGapMs", "longTasks", "longestTaskMs", "elapsedMs")
 

@@ -102,6 +102,8 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
         if not isinstance(script, dict) or not isinstance(script.get("steps", []), list):
             raise SystemExit(f"{args.ai_script}: a script is a JSON object with a list of steps")
         variables["AI_SCRIPT"] = json.dumps(script)
+    if args.ai_script_url:
+        variables["AI_SCRIPT_URL"] = args.ai_script_url
     return {
         "name": EMULATOR_NAME,
         "main": str(ROOT / "ai_emulator" / "emulator.js"),
@@ -134,6 +136,8 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ip", default="127.0.0.1")
     parser.add_argument("--var", action="append", default=[], metavar="KEY:VALUE", help="override a [vars] entry")
     parser.add_argument("--ai-script", metavar="FILE", help="replay this JSON script for every AI call")
+    parser.add_argument("--ai-script-url", metavar="URL",
+                        help="fetch the script to replay from this local address on every AI call (the test harness)")
     parser.add_argument("--ai-format", choices=("native", "openai"), default=None,
                         help="stream every model this way (default: each model's own framing, from the catalog)")
     parser.add_argument("--ai-style", choices=("prose", "words"), default="prose",
@@ -147,7 +151,7 @@ def argument_parser(description: str = __doc__.splitlines()[0]) -> argparse.Argu
     parser.add_argument("--ai-stamp-tokens", action="store_true", help="tokens carry their send time (latency benchmarks)")
     parser.add_argument("--ai-quirks", type=ai_quirks, default=(), metavar="NAME,...",
                         help=f"generated replies carry these upstream quirks: {', '.join(AI_QUIRKS)} "
-                             "(README: \"Upstream quirks\")")
+                             "(docs/emulator.md: \"Upstream quirks\")")
     parser.add_argument("--main", help="serve another Worker module with the same bindings (benchmarks)")
     parser.add_argument("--persist-to", metavar="DIR",
                         help="keep Durable Object state in DIR across runs (default: a fresh directory per run)")

@@ -61,6 +61,7 @@ from devtools.dev import BUNDLE, DEV_FLAGS, EMULATOR_NAME, argument_parser, emul
 WORKERD = Path(os.environ.get("WORKERD_REAL_PATH", ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"))
 BUNDLE_DIR = Path(os.environ.get("PYODIDE_BUNDLE_DIR", BUNDLE.parent))
 RATE_LIMITER_NAME = "rate-limiter"
+LOOPBACK_NAME = "loopback"  # the emulator's outbound when it fetches its script (--ai-script-url)
 DO_STORAGE_NAME = "durable-object-storage"
 RATE_LIMITER_DIR = ROOT / "devtools" / "rate_limiter"
 RATE_LIMITER_MODULE = "rate-limiter:binding"  # an internal extension module: wrapped bindings need one
@@ -207,10 +208,12 @@ def workerd_config(production: dict[str, Any], args: argparse.Namespace, storage
     object_bindings, object_fields = durable_objects(production)
     bindings += object_bindings
     emulator_vars = emulator_config(args, date)["vars"]  # the emulator's settings, as dev.py gives them
+    # workerd's default outbound reaches public addresses only; the script address is local.
+    script_outbound = f"    globalOutbound = {capnp_string(LOOPBACK_NAME)},\n" if "AI_SCRIPT_URL" in emulator_vars else ""
     services = [
         ("main", worker(worker_modules(main), date, flags, bindings, object_fields)),
         (EMULATOR_NAME, worker([module(ROOT / "ai_emulator" / "emulator.js")], date, [],
-                               [binding(key, value) for key, value in emulator_vars.items()])),
+                               [binding(key, value) for key, value in emulator_vars.items()], script_outbound)),
     ]
     extensions = ""
     if limiter is not None:
@@ -220,6 +223,8 @@ def workerd_config(production: dict[str, Any], args: argparse.Namespace, storage
         source = (RATE_LIMITER_DIR / "binding.js").read_text(encoding="utf-8")
         extensions = f" extensions = [(modules = [(name = {capnp_string(RATE_LIMITER_MODULE)}, internal = true, esModule = {capnp_string(source)})])],\n"
     service_list = ",\n".join(f"  (name = {capnp_string(name)}, worker = {body})" for name, body in services)
+    if script_outbound:
+        service_list += f',\n  (name = {capnp_string(LOOPBACK_NAME)}, network = (allow = ["local"]))'
     if object_fields:
         service_list += f",\n  (name = {capnp_string(DO_STORAGE_NAME)}, disk = (path = {capnp_string(str(storage))}, writable = true))"
     flags_given = getattr(args, "v8_flag", [])

@@ -436,7 +436,7 @@ async function answer(item, { resume = null, round = 0, continued = null } = {})
     signal: controller.signal,
     headers: authHeaders(),
     // Thinking models spend reasoning from the answer's budget: "low" keeps the thinking
-    // visible and short, so the answer fits (README, "Reasoning").
+    // visible and short, so the answer fits (docs/models.md, "Reasoning").
     extra: { reasoning_effort: REASONING_EFFORT, tools: TOOL_DEFINITIONS },
     resumable: true,
     resume,

@@ -5,7 +5,8 @@ from collections.abc import AsyncIterator, Callable, Iterator
 import httpx
 import pytest
 
-from tests.runtime.harness import LocalRuntime, RuntimeOptions, RuntimePool
+from tests.harness.pool import RuntimePool
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
 RUNTIME_POOL = pytest.StashKey[RuntimePool]()
 SESSION_CRASHES = pytest.StashKey[list[str]]()
@@ -57,6 +58,10 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    pool = config.stash.get(RUNTIME_POOL, None)
+    if pool is not None and pool.started:
+        # Each start costs seconds: growth here is what makes the suite slow (docs/testing.md).
+        terminalreporter.write_line(f"runtimes started: {len(pool.started)}, in {pool.start_seconds:.0f} s")
     crashes = config.stash.get(SESSION_CRASHES, [])
     if crashes:
         terminalreporter.write_sep("=", "the local runtime crashed during the session", red=True)

@@ -10,7 +10,7 @@ import dataclasses
 import json
 
 from tests.frontends.upstreams import tool_chunk
-from tests.runtime.scripts import (
+from tests.harness.scenarios import (
     done_frame,
     error,
     hang,

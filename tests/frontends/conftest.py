@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 
 NODE = ROOT / ".venv" / "bin" / "node"
 DRIVER = Path(__file__).with_name("page_driver.mjs")
@@ -55,7 +55,7 @@ def drive_pages(url: str, scenarios: tuple[str, ...], screenshot: Path | None = 
 
 
 @pytest.fixture(scope="session")
-def page_runs() -> dict[tuple[str, tuple[str, ...]], PageRun]:
+def page_runs() -> dict[tuple[str, RuntimeOptions, tuple[str, ...]], PageRun]:
     return {}
 
 
@@ -66,7 +66,7 @@ def run_pages(start_runtime, page_runs) -> Callable[..., PageRun]:
 
     def run(options: RuntimeOptions, scenarios: tuple[str, ...], screenshot: Path | None = None) -> PageRun:
         runtime = start_runtime(options)
-        key = (runtime.url, scenarios)
+        key = (runtime.url, options, scenarios)
         if key not in page_runs:
             mark = len(runtime.lines)
             page_runs[key] = PageRun(runtime, mark, drive_pages(runtime.url, scenarios, screenshot))

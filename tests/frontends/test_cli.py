@@ -32,7 +32,7 @@ from tests.frontends.upstreams import (
     TOOL_QUESTION,
     expected_answer,
 )
-from tests.runtime.harness import free_port
+from tests.harness.runtime import free_port
 
 QUESTION = "What is a token-length side channel?"
 

@@ -54,7 +54,7 @@ from tests.frontends.upstreams import (
     expected_answer,
     shown,
 )
-from tests.runtime.harness import ROOT
+from tests.harness.runtime import ROOT
 
 # Written under .dev/ (not committed); `make screenshot` copies it to docs/chat-page.png.
 SCREENSHOT = ROOT / ".dev" / "chat-page.png"

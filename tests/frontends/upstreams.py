@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import (
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import (
     done_frame,
     echo,
     error,

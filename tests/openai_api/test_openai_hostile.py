@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send
+from tests.harness.scenarios import done_frame, native_frame, repeat, script, scripted_options, send
 
 MODEL = "@cf/zai-org/glm-4.7-flash"
 USER = [{"role": "user", "content": "hi"}]

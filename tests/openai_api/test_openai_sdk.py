@@ -9,9 +9,9 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests.runtime.client import USER, chat
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
-from tests.runtime.scripts import (
+from tests.harness.client import USER, chat
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.scenarios import (
     done_frame,
     echo,
     error,

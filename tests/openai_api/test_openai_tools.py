@@ -11,8 +11,8 @@ import openai
 import pytest
 
 from tests.openai_api.test_openai_sdk import MODEL, sdk, user
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send, usage_frame
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import done_frame, native_frame, repeat, script, scripted_options, send, usage_frame
 
 TOOLS = [
     {"type": "function", "function": {

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from sse import ERROR_MESSAGES
-from tests.runtime.client import chat
-from tests.runtime.scripts import (
+from tests.harness.client import chat
+from tests.harness.scenarios import (
     Step,
     done_frame,
     error,

@@ -10,10 +10,10 @@ import subprocess
 import httpx
 import pytest
 
-from tests.runtime.client import chat
-from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
-from tests.runtime.processes import workerd_rss_bytes
-from tests.runtime.scripts import done_frame, echo, scripted_options, sleep, usage_frame
+from tests.harness.client import chat
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
+from tests.harness.processes import workerd_rss_bytes
+from tests.harness.scenarios import done_frame, echo, scripted_options, sleep, usage_frame
 
 # CI runs the heavy suite reduced; RELIABILITY_SCALE=full runs the sizes of the claim.
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"

@@ -11,9 +11,9 @@ import asyncio
 import httpx
 import pytest
 
-from tests.runtime.client import chat
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
-from tests.runtime.processes import workerd_rss_bytes
+from tests.harness.client import chat
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.processes import workerd_rss_bytes
 
 ANSWERS, TOKENS, ROUNDS = 20, 5000, 3
 # After the first round workerd stays within a MiB or two a round, whatever the route;

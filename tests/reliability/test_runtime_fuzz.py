@@ -1,5 +1,5 @@
 """Fuzzing in the real runtime: generated hostile request bodies and hostile upstream
-scripts (drawing from the emulator's real upstream quirks too, README "Upstream quirks"), where Pyodide's stack and workerd's memory are the real ones (a CPython fuzzer
+scripts (drawing from the emulator's real upstream quirks too, docs/emulator.md, "Upstream quirks"), where Pyodide's stack and workerd's memory are the real ones (a CPython fuzzer
 cannot see a stack overflow that aborts the isolate). Every case must end in a clear
 answer: a JSON error before the stream, or the stream's first event (`meta`, the UI
 stream's `start`) and exactly one terminal event, last. Which terminal is not checked here:
@@ -21,10 +21,10 @@ import re
 import httpx
 import pytest
 
-from tests.runtime.scripts import error as upstream_error
-from tests.runtime.scripts import generated, quirk, script, scripted_options, send, send_bytes, sleep
-from tests.runtime.scripts import hang as upstream_hang
-from tests.runtime.scripts import repeat as send_repeatedly
+from tests.harness.scenarios import error as upstream_error
+from tests.harness.scenarios import generated, quirk, script, scripted_options, send, send_bytes, sleep
+from tests.harness.scenarios import hang as upstream_hang
+from tests.harness.scenarios import repeat as send_repeatedly
 
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"
 SEED = int(os.environ.get("FUZZ_SEED", random.SystemRandom().randrange(2**32)))

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from chat.model import catalog
-from tests.runtime.client import ChatResult, chat
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
+from tests.harness.client import ChatResult, chat
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 VARS = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8"))["vars"]

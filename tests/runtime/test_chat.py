@@ -8,9 +8,9 @@ import json
 import httpx
 import pytest
 
-from tests.runtime.client import USER, chat
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import (
+from tests.harness.client import USER, chat
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import (
     done_frame,
     echo,
     error,

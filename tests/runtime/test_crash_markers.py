@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.runtime.harness import LocalRuntime, RuntimeOptions, crash_lines
+from tests.harness.runtime import LocalRuntime, RuntimeOptions, crash_lines
 
 ERROR = "\x1b[31m✘ \x1b[41;31m[\x1b[41;97mERROR\x1b[41;31m]\x1b[0m \x1b[1m"
 RESET = "\x1b[0m"

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from chat.model import catalog
-from tests.runtime.client import ChatResult, chat
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
+from tests.harness.client import ChatResult, chat
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
 GLM = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI framing, thinks first
 LLAMA = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # native framing

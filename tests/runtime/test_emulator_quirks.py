@@ -1,4 +1,4 @@
-"""The emulator's upstream quirks (issue 27; README "Upstream quirks"), read as bytes through
+"""The emulator's upstream quirks (issue 27; docs/emulator.md, "Upstream quirks"), read as bytes through
 `/api/chat/raw`, which passes the model's stream through untouched: each `quirk` script step
 sends exactly its real shape's wire text, and generated replies carry AI_QUIRKS. One runtime
 serves every case: each scenario is the script of its prompt (the last user message)."""
@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from devtools.dev import AI_QUIRKS as LAUNCHER_QUIRKS
-from tests.runtime.client import chat
-from tests.runtime.scripts import done_frame, generated, native_frame, quirk, scripted_options
+from tests.harness.client import chat
+from tests.harness.scenarios import done_frame, generated, native_frame, quirk, scripted_options
 
 MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI-style chunks
 NATIVE_MODEL = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # native frames

@@ -5,7 +5,7 @@ that hands `{model, inputs}` to `env.AI.run` as they are, so the emulator's own 
 (8001) and non-streamed answers are reachable whatever the chat Worker validates first;
 and POST /api/chat/raw, which passes the model's bytes through, for what the chat Worker
 actually sends. The rule for when the fake model calls a tool is the emulator's own
-(docs: README, "Workers AI emulator"); the stream shapes are those of the 2026-02-17 Workers
+(docs/emulator.md); the stream shapes are those of the 2026-02-17 Workers
 AI changelog and workers-ai-provider 4.0.0's fixtures.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.runtime.test_catalog import sse_payloads
 
 GLM = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI framing, thinks first

@@ -10,9 +10,9 @@ import time
 
 import httpx
 
-from tests.runtime.client import chat
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import done_frame, error, hang, native_frame, repeat, script, scripted_options, send, sleep
+from tests.harness.client import chat
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import done_frame, error, hang, native_frame, repeat, script, scripted_options, send, sleep
 
 IDLE_TIMEOUT_S = 1.5
 CLIENT_TIMEOUT_S = 6.0
@@ -117,7 +117,7 @@ FALLBACK_WORDS = [f"w{i} " for i in range(40)]
 
 async def test_a_model_that_starts_after_the_start_timeout_is_cancelled_when_it_arrives(start_runtime, http):
     # The fallback answers for 3 s, so the late stream (at 1.5 s) arrives while the request
-    # is in flight: only then does a cancel reach the emulator locally (README, "Limits").
+    # is in flight: only then does a cancel reach the emulator locally (docs/limits.md).
     late = [step for i in range(200) for step in (native_frame(f"t{i} "), sleep(20))] + [done_frame()]
     answer = [step for word in FALLBACK_WORDS for step in (native_frame(word), sleep(75))] + [done_frame()]
     runtime = start_runtime(scripted_options(
@@ -139,8 +139,7 @@ async def test_a_late_stream_after_a_504_is_still_asked_to_cancel(start_runtime,
     mark = len(runtime.lines)
     response = await http.post(runtime.url + "/api/chat", json=ask("late"))
     assert response.status_code == 504 and response.json()["error"]["code"] == "upstream_timeout"
-    # Whether the cancel reaches the emulator once the response has ended varies (README,
-    # "Limits"); the Worker asks for it either way.
+    # Whether the cancel reaches the emulator once the response has ended varies (docs/limits.md); the Worker asks for it either way.
     runtime.wait_for_record("chat_late_stream_cancel_requested", since=mark, request_id=response.headers["x-request-id"])
 
 

@@ -10,9 +10,9 @@ import dataclasses
 import httpx
 import pytest
 
-from tests.runtime.client import chat
-from tests.runtime.processes import workerd_rss_bytes
-from tests.runtime.scripts import done_frame, native_frame, repeat, script, scripted_options, send, sleep
+from tests.harness.client import chat
+from tests.harness.processes import workerd_rss_bytes
+from tests.harness.scenarios import done_frame, native_frame, repeat, script, scripted_options, send, sleep
 
 ROUTES = ("/api/chat", "/api/chat/raw", "/api/ui-chat", "/v1/chat/completions")
 

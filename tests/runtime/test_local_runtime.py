@@ -9,8 +9,8 @@ import time
 import httpx
 import pytest
 
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import done_frame, echo, error, hang, repeat, scripted_options, send, send_bytes, sleep
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import done_frame, echo, error, hang, repeat, scripted_options, send, send_bytes, sleep
 
 MESSAGES = [{"role": "user", "content": "How do streams work?"}]
 

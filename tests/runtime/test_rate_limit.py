@@ -11,9 +11,9 @@ import tomllib
 import pytest
 
 from chat.ratelimit.keys import PERIOD_S
-from tests.runtime.client import USER, chat
-from tests.runtime.harness import ROOT, RuntimeOptions
-from tests.runtime.scripts import done_frame, echo, scripted_options, usage_frame
+from tests.harness.client import USER, chat
+from tests.harness.runtime import ROOT, RuntimeOptions
+from tests.harness.scenarios import done_frame, echo, scripted_options, usage_frame
 
 LIMIT = 3
 TOKEN = "rate-limit-test-token-5e1f"

@@ -10,9 +10,9 @@ import tempfile
 import httpx
 import pytest
 
-from tests.runtime.client import USER, ChatResult, chat, parse_sse
-from tests.runtime.harness import ROOT, LocalRuntime, RuntimeOptions
-from tests.runtime.scripts import done_frame, error, hang, native_frame, script, scripted_options, sleep
+from tests.harness.client import USER, ChatResult, chat, parse_sse
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
+from tests.harness.scenarios import done_frame, error, hang, native_frame, script, scripted_options, sleep
 
 RESUMABLE = {"messages": USER, "resumable": True}
 # Paced so a test can leave, come back and stop an answer while it is being written.
@@ -229,7 +229,7 @@ async def test_two_turns_of_one_ui_chat_at_once_leave_one_answer_and_stop_the_ot
     assert len(runtime.wait_for_count("chat_stream_completed", 1, since=mark)) == 1
     assert [r["code"] for r in runtime.wait_for_count("chat_stream_failed", 2, since=mark)] == ["stopped", "stopped"]
     # Whether each stop reached the local emulator is not asserted here: with readers
-    # attached it sometimes does not (README, "Limits"; issue 20 measures it).
+    # attached it sometimes does not (docs/limits.md; issue 20 measures it).
 
 
 async def test_start_errors_are_still_http_statuses_and_bad_flags_are_400(start_runtime, http):

@@ -13,8 +13,8 @@ import dataclasses
 import json
 import socket
 
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
-from tests.runtime.scripts import done_frame, repeat, scripted_options
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.scenarios import done_frame, repeat, scripted_options
 
 # 16 MB: far more than the kernel's socket buffers (up to 4 MB each way here) hold.
 FRAME = "x" * 4000

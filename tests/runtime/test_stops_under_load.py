@@ -27,8 +27,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.runtime.client import USER, ChatResult, parse_sse
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
+from tests.harness.client import USER, ChatResult, parse_sse
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
 TRIALS = 100
 READERS = 8  # attached to the answer being stopped, besides the request that began it

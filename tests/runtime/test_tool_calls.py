@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from tests.runtime.client import ChatResult, chat
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import scripted_options, send
+from tests.harness.client import ChatResult, chat
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import scripted_options, send
 from tests.runtime.test_resumable import resume, stream_path
 
 TOOLS = [{"type": "function", "function": {

@@ -21,8 +21,8 @@ import re
 import httpx
 import pytest
 
-from tests.runtime.client import chat
-from tests.runtime.scripts import done_frame, error, native_frame, script, scripted_options, sleep
+from tests.harness.client import chat
+from tests.harness.scenarios import done_frame, error, native_frame, script, scripted_options, sleep
 
 # The steps before the error; timing decides which of workerd's paths sees the failure.
 SCENARIOS = {

@@ -15,9 +15,9 @@ import openai
 import pytest
 from openai import AsyncOpenAI
 
-from tests.runtime.client import chat
-from tests.runtime.harness import LocalRuntime
-from tests.runtime.scripts import done_frame, native_frame, quirk, script, scripted_options, send, usage_frame, workers_ai_chunk
+from tests.harness.client import chat
+from tests.harness.runtime import LocalRuntime
+from tests.harness.scenarios import done_frame, native_frame, quirk, script, scripted_options, send, usage_frame, workers_ai_chunk
 
 ROOT = Path(__file__).resolve().parents[2]
 AI_SDK_READER = ROOT / "tests" / "ui_chat" / "read_with_ai_sdk.mjs"

@@ -7,9 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.runtime.client import chat
-from tests.runtime.harness import RuntimeOptions
-from tests.runtime.scripts import echo, error, scripted_options, sleep
+from tests.harness.client import chat
+from tests.harness.runtime import RuntimeOptions
+from tests.harness.scenarios import echo, error, scripted_options, sleep
 
 ROOT = Path(__file__).resolve().parents[2]
 READER = Path(__file__).with_name("read_with_ai_sdk.mjs")

@@ -11,9 +11,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.runtime.harness import LocalRuntime, RuntimeOptions
-from tests.runtime.scripts import done_frame, scripted_options, send, sleep
-from tests.runtime.scripts import script as upstream
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.scenarios import done_frame, scripted_options, send, sleep
+from tests.harness.scenarios import script as upstream
 from tests.runtime.test_emulator_tools import TIME
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """Workers AI's text-generation models as this Worker knows them: data, with its date and
 sources. Pure Python: the Worker's config check and request checks read it, and the dev
 launchers hand it to the Workers AI emulator (`as_json`), which streams each model the way
-the real binding does. README "The model catalog" says how to refresh it.
+the real binding does. docs/models.md, "The model catalog", says how to refresh it.
 
 Checked 2026-12-01 against Cloudflare's own pages (sources in SOURCES): each model's page
 (its properties and input/output schemas), the Workers AI changelog, and the errors table.

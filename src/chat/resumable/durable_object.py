@@ -251,7 +251,7 @@ class ChatStream(DurableObject):
             log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None, reason="delete")
             # Answered once the model's pipe has settled and its cancel is sent, so a
             # client whose DELETE returned knows the stop is done. (The cancels once seen
-            # missing locally were lost by the emulator's side of workerd: README, Limits.)
+            # missing locally were lost by the emulator's side of workerd: docs/limits.md.)
             await self._stop_relay(self._relay)
         elif action is Stop.INTERRUPT:
             self._interrupt(answer)

@@ -54,7 +54,7 @@ async def _cancel_when_it_arrives(start: asyncio.Future[Any], request_id: str, m
         log("chat_late_stream_not_cancelled", request_id=request_id, model=model, detail=type(exc).__name__)
         return
     # Requested, not confirmed: whether the real binding stops inference on a cancel
-    # cannot be observed locally (README, "Limits").
+    # cannot be observed locally (docs/limits.md).
     log("chat_late_stream_cancel_requested", request_id=request_id, model=model)
 
 

@@ -1,4 +1,4 @@
-"""Scripts for the Workers AI emulator (README, "Scripted upstreams"), and the runtime
+"""Scripts for the Workers AI emulator (docs/emulator.md, "Scripted upstreams"), and the runtime
 options that replay them: the one vocabulary every runtime test builds its upstreams with.
 
     scripted_options([native_frame("Hel"), sleep(100), native_frame("lo"), usage_frame(5, 2), done_frame()],
@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tests.runtime.harness import RuntimeOptions
+from tests.harness.runtime import RuntimeOptions
 
 Step = dict[str, Any]
 Script = dict[str, Any]

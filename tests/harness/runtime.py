@@ -61,7 +61,7 @@ def crash_lines(lines: Iterable[str]) -> list[str]:
 class RuntimeOptions:
     """What a runtime is started with; equal options can share one runtime."""
 
-    ai_script: str | None = None  # the script as JSON text (tests/runtime/scripts.py builds it)
+    ai_script: str | None = None  # the script as JSON text (tests/harness/scenarios.py builds it)
     # "native" or "openai" overrides every model's framing (most suites test the stream
     # core on native frames); None streams each model in its own, as Workers AI does.
     ai_format: str | None = "native"
@@ -100,6 +100,9 @@ class LocalRuntime:
     _collector: threading.Thread | None = None
     _last_line_at: float = 0.0  # time.monotonic() when the last line arrived
     _script_file: Path | None = None
+    # Where the emulator fetches its script on every call instead (tests/harness/pool.py
+    # serves one per runtime there), so one runtime replays many tests' scripts.
+    script_url: str | None = None
 
     @property
     def url(self) -> str:
@@ -138,7 +141,9 @@ class LocalRuntime:
             command += ["--main", self.options.main]
         if self.options.rate_limit is not None:
             command += ["--rate-limit", str(self.options.rate_limit)]
-        if self.options.ai_script is not None:
+        if self.script_url is not None:
+            command += ["--ai-script-url", self.script_url]
+        elif self.options.ai_script is not None:
             handle, name = tempfile.mkstemp(prefix="ai-script-", suffix=".json")
             os.write(handle, self.options.ai_script.encode())
             os.close(handle)
@@ -253,52 +258,3 @@ class LocalRuntime:
             if silent_for >= quiet:
                 return
             time.sleep(quiet - silent_for)
-
-
-class RuntimePool:
-    """Keeps a few runtimes alive across tests, keyed by their options, and remembers which
-    runtimes each test used so that a crash fails the test that saw it."""
-
-    def __init__(self, capacity: int = 2) -> None:
-        self._capacity = capacity
-        self._runtimes: dict[RuntimeOptions, LocalRuntime] = {}
-        self.started: list[LocalRuntime] = []  # every runtime started, running or stopped
-        self._test_marks: dict[int, int] = {}  # id(runtime) -> its line count when the test began
-        self._used_in_test: dict[int, LocalRuntime] = {}
-
-    def get(self, options: RuntimeOptions) -> LocalRuntime:
-        runtime = self._runtimes.pop(options, None)
-        if runtime is None:
-            while len(self._runtimes) >= self._capacity:
-                oldest = next(iter(self._runtimes))
-                self._runtimes.pop(oldest).stop()
-            runtime = LocalRuntime(options)
-            self.started.append(runtime)
-            runtime.start()
-        self._runtimes[options] = runtime  # most recently used last
-        self._used_in_test[id(runtime)] = runtime
-        return runtime
-
-    def begin_test(self) -> None:
-        """Forget the runtimes used so far and note where each running one's output stands."""
-        self._test_marks = {id(runtime): len(runtime.lines) for runtime in self._runtimes.values()}
-        self._used_in_test = {}
-
-    def crash_lines_in_test(self) -> list[str]:
-        """Crash lines printed since `begin_test` by the runtimes handed out since, each
-        prefixed with its runtime's address; waits for their output to settle first."""
-        found = []
-        for runtime in self._used_in_test.values():
-            runtime.wait_until_quiet()
-            since = self._test_marks.get(id(runtime), 0)  # 0: started during the test
-            found += [f"{runtime.url}: {line}" for line in runtime.crash_lines(since)]
-        return found
-
-    def crash_lines(self) -> list[str]:
-        """Crash lines printed by any runtime this pool started, prefixed with its address."""
-        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines()]
-
-    def close(self) -> None:
-        for runtime in self._runtimes.values():
-            runtime.stop()
-        self._runtimes.clear()

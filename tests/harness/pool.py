@@ -1,0 +1,146 @@
+"""Runtimes shared between tests.
+
+Starting a runtime takes 5 to 8 s (esbuild, workerd, Python in the isolate), so the pool
+keeps a few running and hands one out for every equal set of options. A test's upstream
+script is not part of what a runtime is started with: the emulator fetches the script of
+each call from the pool's script server (dev.py --ai-script-url), and the pool serves
+there whatever the test now holding the runtime asked for. So every test with the same
+settings and its own script shares one runtime, which is most of the suite.
+
+A runtime keeps state between tests that a script cannot reset: the rate limiter's counts
+and the Durable Objects' storage. Options that reach them (a limit a test can meet, a state
+directory) keep their script in the key, so such a test gets a runtime of its own.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
+
+UNREACHABLE_RATE_LIMIT = RuntimeOptions().rate_limit
+
+
+class ScriptServer:
+    """Serves each pooled runtime's current script as JSON (`null` for none) at its own path."""
+
+    def __init__(self) -> None:
+        self._scripts: dict[str, str] = {}
+        scripts = self._scripts
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the http.server API
+                body = scripts.get(self.path.lstrip("/"))
+                payload = (body if body is not None else "null").encode()
+                self.send_response(200 if body is not None else 404)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
+                pass
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def new_path(self) -> str:
+        """The address of a new runtime's script, serving none yet."""
+        name = secrets.token_hex(8)
+        self._scripts[name] = "null"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/{name}"
+
+    def serve(self, url: str, script: str | None) -> None:
+        self._scripts[url.rsplit("/", 1)[1]] = script if script is not None else "null"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def sharing_key(options: RuntimeOptions) -> RuntimeOptions:
+    """The options a runtime is started with for these: the script left out where no state
+    carries from one test to the next."""
+    if options.rate_limit == UNREACHABLE_RATE_LIMIT and options.persist_to is None:
+        return dataclasses.replace(options, ai_script=None)
+    return options
+
+
+class RuntimePool:
+    """Keeps a few runtimes alive across tests, keyed by their options without the script,
+    and remembers which runtimes each test used so that a crash fails the test that saw it."""
+
+    def __init__(self, capacity: int = 4) -> None:
+        self._capacity = capacity
+        self._scripts = ScriptServer()
+        self._runtimes: list[tuple[RuntimeOptions, LocalRuntime]] = []  # least recently used first
+        self.started: list[LocalRuntime] = []  # every runtime started, running or stopped
+        self.start_seconds = 0.0  # time spent starting them
+        self._test_marks: dict[int, int] = {}  # id(runtime) -> its line count when the test began
+        self._used_in_test: dict[int, LocalRuntime] = {}
+
+    def get(self, options: RuntimeOptions) -> LocalRuntime:
+        """A running runtime replaying `options.ai_script`. Within one test, two scripts on
+        equal settings get two runtimes: the test may use both at once."""
+        key = sharing_key(options)
+        runtime = self._take(key, options.ai_script)
+        if runtime is None:
+            while len(self._runtimes) >= self._capacity:
+                self._runtimes.pop(0)[1].stop()
+            assert key.ai_script is None or key == options
+            script_url = self._scripts.new_path()
+            runtime = LocalRuntime(key, script_url=script_url)
+            self._scripts.serve(script_url, options.ai_script)
+            self.started.append(runtime)
+            began = time.monotonic()
+            runtime.start()
+            self.start_seconds += time.monotonic() - began
+        else:
+            assert runtime.script_url is not None
+            self._scripts.serve(runtime.script_url, options.ai_script)
+        runtime.options = options
+        self._runtimes.append((key, runtime))  # most recently used last
+        self._used_in_test[id(runtime)] = runtime
+        return runtime
+
+    def _take(self, key: RuntimeOptions, script: str | None) -> LocalRuntime | None:
+        """Remove and return a running runtime for `key` that this test may re-script: one
+        it has not used, or one already replaying `script`."""
+        for index, (held_key, runtime) in enumerate(self._runtimes):
+            if held_key != key:
+                continue
+            if id(runtime) not in self._used_in_test or runtime.options.ai_script == script:
+                del self._runtimes[index]
+                return runtime
+        return None
+
+    def begin_test(self) -> None:
+        """Forget the runtimes used so far and note where each running one's output stands."""
+        self._test_marks = {id(runtime): len(runtime.lines) for _, runtime in self._runtimes}
+        self._used_in_test = {}
+
+    def crash_lines_in_test(self) -> list[str]:
+        """Crash lines printed since `begin_test` by the runtimes handed out since, each
+        prefixed with its runtime's address; waits for their output to settle first."""
+        found = []
+        for runtime in self._used_in_test.values():
+            runtime.wait_until_quiet()
+            since = self._test_marks.get(id(runtime), 0)  # 0: started during the test
+            found += [f"{runtime.url}: {line}" for line in runtime.crash_lines(since)]
+        return found
+
+    def crash_lines(self) -> list[str]:
+        """Crash lines printed by any runtime this pool started, prefixed with its address."""
+        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines()]
+
+    def close(self) -> None:
+        for _, runtime in self._runtimes:
+            runtime.stop()
+        self._runtimes.clear()
+        self._scripts.close()

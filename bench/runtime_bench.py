@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.harness.client import chat  # noqa: E402
-from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 from tests.harness.processes import workerd_cpu_seconds, workerd_rss_bytes  # noqa: E402
+from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results"
 JS_REFRAMER = "bench/js_reframer/worker.js"

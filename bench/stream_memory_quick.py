@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.runtime_bench import JS_REFRAMER, RssSampler, conversation, drain  # noqa: E402
-from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 from tests.harness.processes import workerd_rss_bytes  # noqa: E402
+from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
 
 def growth(main: str | None, path: str, tokens: int, framing: str | None) -> tuple[float, float]:

@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.runtime_bench import JS_REFRAMER, conversation, drain, percentile, token_latencies  # noqa: E402
-from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 from tests.harness.processes import workerd_cpu_seconds  # noqa: E402
+from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
 STREAMS, REPEATS, WARM_UP = 30, 3, 8
 CPU_PATHS = ("python", "raw", "js", "resumable")

@@ -12,8 +12,8 @@ import pytest
 from devtools.dev import ROOT
 from devtools.workerd_direct import capnp_string, launcher_args, worker_modules, workerd_config
 from tests.harness.client import chat
-from tests.harness.runtime import RuntimeOptions
 from tests.harness.processes import workerd_cpu_seconds, workerd_pids
+from tests.harness.runtime import RuntimeOptions
 
 PRODUCTION = tomllib.loads((ROOT / "wrangler.toml").read_text())
 

@@ -15,7 +15,6 @@ directory) keep their script in the key, so such a test gets a runtime of its ow
 from __future__ import annotations
 
 import dataclasses
-import json
 import secrets
 import threading
 import time

@@ -10,9 +10,9 @@ from typing import Any
 import openai
 import pytest
 
-from tests.openai_api.test_openai_sdk import MODEL, sdk, user
 from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import done_frame, native_frame, repeat, script, scripted_options, send, usage_frame
+from tests.openai_api.test_openai_sdk import MODEL, sdk, user
 
 TOOLS = [
     {"type": "function", "function": {

@@ -11,8 +11,8 @@ import httpx
 import pytest
 
 from tests.harness.client import chat
-from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 from tests.harness.processes import workerd_rss_bytes
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import done_frame, echo, scripted_options, sleep, usage_frame
 
 # CI runs the heavy suite reduced; RELIABILITY_SCALE=full runs the sizes of the claim.

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.harness.client import chat
-from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.harness.processes import workerd_rss_bytes
+from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
 ANSWERS, TOKENS, ROUNDS = 20, 5000, 3
 # After the first round workerd stays within a MiB or two a round, whatever the route;

@@ -8,8 +8,11 @@ export PATH := $(BIN):$(PATH)
 PORT ?= 8787
 DEV_ARGS ?=
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test`: the suite waits on streams far more than it computes
+# (about 0.8 of 2 cores busy with 3 workers), so more workers than cores (docs/testing.md).
+TEST_WORKERS ?= 4
 
-.PHONY: setup browser dev lint test screenshot bench deploy-check deploy clean
+.PHONY: setup browser dev lint check test screenshot bench deploy-check deploy clean
 
 # What `make dev` needs: no browser, nothing installed as root.
 setup: $(VENV)/.installed node_modules/.installed public/vendor/markdown-it.mjs
@@ -45,10 +48,17 @@ lint: setup
 	$(BIN)/ruff check src tests devtools bench clients
 	$(BIN)/mypy
 
-# Branch coverage of the pure modules (pyproject.toml's [tool.coverage.run]) is reported and
-# gated at what they reach.
+# The inner loop, under 2 minutes: lint, the CPython unit and property tests, and one smoke
+# test per surface in the real runtime (docs/testing.md says when to use which).
+check: setup browser lint
+	$(BIN)/python -m pytest -n 2 -m "(not runtime and not heavy) or smoke" -q $(PYTEST_ARGS)
+
+# Everything, as CI runs it. Branch coverage of the pure modules (pyproject.toml's
+# [tool.coverage.run]) is reported and gated at what they reach; the ten slowest tests and the
+# runtimes started are printed every run, so growth is seen when it happens.
 test: setup browser lint
-	$(BIN)/python -m pytest --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
+		--durations=10 $(PYTEST_ARGS)
 
 # The README's picture of the page: the page test's screenshot (written under .dev/), copied.
 screenshot: setup browser

@@ -851,17 +851,21 @@ function nativeStream(source, ctx) {
   return readable;
 }
 
-// The script of this call: AI_SCRIPT's, or, with AI_SCRIPT_URL, whatever that address
-// serves now (JSON; `null` for none). The test harness serves one there per runtime, so one
-// runtime replays test after test's script without a restart (tests/harness/pool.py).
-async function currentScript(env) {
-  if (!env.AI_SCRIPT_URL) return env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
+// The settings of this call: the Worker's vars, or, with AI_SCRIPT_URL, whatever that
+// address serves now over them: `{"script": <script or null>, "settings": {<AI_* vars>}}`.
+// The test harness serves one there per runtime, so one runtime replays test after test's
+// script and emulator settings without a restart (tests/harness/pool.py).
+async function currentVars(env) {
+  if (!env.AI_SCRIPT_URL) return env;
   const response = await fetch(env.AI_SCRIPT_URL);
   if (!response.ok) throw new Error(`AI_SCRIPT_URL answered ${response.status}`);
-  return response.json();
+  const served = await response.json();
+  const script = served.script === null ? {} : { AI_SCRIPT: JSON.stringify(served.script) };
+  return { AI_CATALOG: env.AI_CATALOG, ...served.settings, ...script };
 }
 
-function readSettings(env, script) {
+function readSettings(env) {
+  const script = env.AI_SCRIPT ? JSON.parse(env.AI_SCRIPT) : null;
   const format = env.AI_FORMAT || null;
   if (format !== null && format !== "native" && format !== "openai") throw new Error(`AI_FORMAT must be native or openai, got ${format}`);
   const style = env.AI_STYLE || "prose";
@@ -1003,7 +1007,7 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
   }
 
   async run(model, inputs, options) {
-    const settings = readSettings(this.env, await currentScript(this.env));
+    const settings = readSettings(await currentVars(this.env));
     const context = { model, call: crypto.randomUUID() };
     // A script may give some models, or some prompts (the last user message), a script of
     // their own: fallbacks, and whole fault matrices served by one runtime. A script with

@@ -1,15 +1,36 @@
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.harness.pool import RuntimePool
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
+# Hypothesis profiles for every property test. `ci` (the default) draws the same examples
+# every run, so a run answers the same way every time (a failure is the change's, not the
+# draw's); `fuzz` explores new examples at high counts: HYPOTHESIS_PROFILE=fuzz.
+settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True)
+settings.register_profile("fuzz", max_examples=5_000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 RUNTIME_POOL = pytest.StashKey[RuntimePool]()
 SESSION_CRASHES = pytest.StashKey[list[str]]()
+
+
+RUNTIME_FIXTURES = {"start_runtime", "runtime_pool", "run_pages"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that takes a runtime `runtime`, so that `make check` can leave all but
+    its smoke tests out (`-m "not runtime or smoke"`)."""
+    for item in items:
+        if RUNTIME_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.runtime)
 
 
 @pytest.fixture(scope="session")
@@ -46,22 +67,41 @@ def fail_when_a_runtime_crashes(request: pytest.FixtureRequest) -> Iterator[None
         pytest.fail("the local runtime crashed during this test:\n" + "\n".join(crashes), pytrace=False)
 
 
+RUNTIME_STARTS = pytest.StashKey[list[float]]()  # seconds per start, across xdist workers
+
+
 @pytest.hookimpl(trylast=True)  # after the session's fixtures are torn down: every runtime stopped
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Fail the run if any runtime printed a crash at any time, even between tests or
-    after a test's own check had looked."""
-    pool = session.config.stash.get(RUNTIME_POOL, None)
-    crashes = pool.crash_lines() if pool is not None else []
-    session.config.stash[SESSION_CRASHES] = crashes
+    after a test's own check had looked. Under pytest-xdist each worker has its own pool and
+    hands its findings to the controller (`workeroutput`), which fails the run."""
+    config = session.config
+    pool = config.stash.get(RUNTIME_POOL, None)
+    crashes = config.stash.get(SESSION_CRASHES, []) + (pool.crash_lines() if pool is not None else [])
+    starts = config.stash.get(RUNTIME_STARTS, []) + (pool.start_times if pool is not None else [])
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["runtime_crashes"] = crashes
+        workeroutput["runtime_starts"] = starts
+    config.stash[SESSION_CRASHES] = crashes
+    config.stash[RUNTIME_STARTS] = starts
     if crashes and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's controller: a worker has finished
+def pytest_testnodedown(node: Any, error: object) -> None:
+    output = getattr(node, "workeroutput", {})
+    config = node.config
+    config.stash[SESSION_CRASHES] = config.stash.get(SESSION_CRASHES, []) + output.get("runtime_crashes", [])
+    config.stash[RUNTIME_STARTS] = config.stash.get(RUNTIME_STARTS, []) + output.get("runtime_starts", [])
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    pool = config.stash.get(RUNTIME_POOL, None)
-    if pool is not None and pool.started:
+    starts = config.stash.get(RUNTIME_STARTS, [])
+    if starts:
         # Each start costs seconds: growth here is what makes the suite slow (docs/testing.md).
-        terminalreporter.write_line(f"runtimes started: {len(pool.started)}, in {pool.start_seconds:.0f} s")
+        terminalreporter.write_line(f"runtimes started: {len(starts)}, in {sum(starts):.0f} s")
     crashes = config.stash.get(SESSION_CRASHES, [])
     if crashes:
         terminalreporter.write_sep("=", "the local runtime crashed during the session", red=True)

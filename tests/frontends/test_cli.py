@@ -56,6 +56,7 @@ def test_nothing_listening_is_a_connection_failed_stream_error():
 # --- a normal answer, paced ---------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_the_answer_is_printed_as_it_arrives_then_a_complete_status_line(start_runtime):
     runtime = start_runtime(SLOW_ANSWER)
     process = subprocess.Popen(

@@ -220,6 +220,7 @@ def test_rate_limiting_shows_the_wait_from_retry_after_and_holds_retry_until_the
 # --- a paced answer --------------------------------------------------------------------
 
 
+@pytest.mark.smoke
 def test_the_page_and_its_modules_are_served_by_static_assets_at_the_root(run_pages):
     run = slow_run(run_pages)
     report = run.report("answer")

@@ -1,32 +1,35 @@
 """Runtimes shared between tests.
 
-Starting a runtime takes 5 to 8 s (esbuild, workerd, Python in the isolate), so the pool
-keeps a few running and hands one out for every equal set of options. A test's upstream
-script is not part of what a runtime is started with: the emulator fetches the script of
-each call from the pool's script server (dev.py --ai-script-url), and the pool serves
-there whatever the test now holding the runtime asked for. So every test with the same
-settings and its own script shares one runtime, which is most of the suite.
+Starting a runtime takes 5 to 15 s (esbuild, workerd, Python in the isolate; the more so on
+a busy machine), so the pool keeps a few running and hands one out for every equal set of
+the Worker's options. What the emulator does is not among them: the emulator fetches the
+script and settings of each call from the pool's script server (dev.py --ai-script-url),
+and the pool serves there whatever the test now holding the runtime asked for (its script,
+pace, framing, style, quirks, ...). So every test with the same Worker settings shares one
+runtime, whatever its upstream.
 
 A runtime keeps state between tests that a script cannot reset: the rate limiter's counts
 and the Durable Objects' storage. Options that reach them (a limit a test can meet, a state
-directory) keep their script in the key, so such a test gets a runtime of its own.
+directory) keep the emulator's options in the key, so such a test gets a runtime of its own.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import secrets
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.runtime import EMULATOR_FIELDS, LocalRuntime, RuntimeOptions, emulator_settings
 
 UNREACHABLE_RATE_LIMIT = RuntimeOptions().rate_limit
+EMULATOR_DEFAULTS = {name: getattr(RuntimeOptions(), name) for name in EMULATOR_FIELDS}
 
 
 class ScriptServer:
-    """Serves each pooled runtime's current script as JSON (`null` for none) at its own path."""
+    """Serves each pooled runtime's current script and emulator settings at its own path."""
 
     def __init__(self) -> None:
         self._scripts: dict[str, str] = {}
@@ -52,11 +55,11 @@ class ScriptServer:
     def new_path(self) -> str:
         """The address of a new runtime's script, serving none yet."""
         name = secrets.token_hex(8)
-        self._scripts[name] = "null"
+        self._scripts[name] = served(RuntimeOptions())
         return f"http://127.0.0.1:{self._server.server_address[1]}/{name}"
 
-    def serve(self, url: str, script: str | None) -> None:
-        self._scripts[url.rsplit("/", 1)[1]] = script if script is not None else "null"
+    def serve(self, url: str, options: RuntimeOptions) -> None:
+        self._scripts[url.rsplit("/", 1)[1]] = served(options)
 
     def close(self) -> None:
         self._server.shutdown()
@@ -64,63 +67,92 @@ class ScriptServer:
 
 
 def sharing_key(options: RuntimeOptions) -> RuntimeOptions:
-    """The options a runtime is started with for these: the script left out where no state
-    carries from one test to the next."""
+    """The options a runtime is started with for these: the emulator's left out where no
+    state carries from one test to the next."""
     if options.rate_limit == UNREACHABLE_RATE_LIMIT and options.persist_to is None:
-        return dataclasses.replace(options, ai_script=None)
+        return dataclasses.replace(options, ai_script=None, **EMULATOR_DEFAULTS)
     return options
+
+
+def served(options: RuntimeOptions) -> str:
+    """What the script server serves for a runtime replaying `options`."""
+    script = None if options.ai_script is None else json.loads(options.ai_script)
+    return json.dumps({"script": script, "settings": emulator_settings(options)})
 
 
 class RuntimePool:
     """Keeps a few runtimes alive across tests, keyed by their options without the script,
     and remembers which runtimes each test used so that a crash fails the test that saw it."""
 
-    def __init__(self, capacity: int = 4) -> None:
+    def __init__(self, capacity: int = 5) -> None:
         self._capacity = capacity
         self._scripts = ScriptServer()
         self._runtimes: list[tuple[RuntimeOptions, LocalRuntime]] = []  # least recently used first
         self.started: list[LocalRuntime] = []  # every runtime started, running or stopped
-        self.start_seconds = 0.0  # time spent starting them
+        self.start_times: list[float] = []  # seconds each start took
         self._test_marks: dict[int, int] = {}  # id(runtime) -> its line count when the test began
         self._used_in_test: dict[int, LocalRuntime] = {}
+        self._leases: dict[int, int] = {}  # id(runtime) -> how many tests it was handed to
+        self._isolated: list[LocalRuntime] = []  # started for the current test alone
 
     def get(self, options: RuntimeOptions) -> LocalRuntime:
         """A running runtime replaying `options.ai_script`. Within one test, two scripts on
         equal settings get two runtimes: the test may use both at once."""
+        if options.isolated:
+            return self._start_isolated(options)
         key = sharing_key(options)
-        runtime = self._take(key, options.ai_script)
+        runtime = self._take(key, options)
         if runtime is None:
             while len(self._runtimes) >= self._capacity:
-                self._runtimes.pop(0)[1].stop()
-            assert key.ai_script is None or key == options
+                self._evict()
             script_url = self._scripts.new_path()
             runtime = LocalRuntime(key, script_url=script_url)
-            self._scripts.serve(script_url, options.ai_script)
+            self._scripts.serve(script_url, options)
             self.started.append(runtime)
             began = time.monotonic()
             runtime.start()
-            self.start_seconds += time.monotonic() - began
+            self.start_times.append(time.monotonic() - began)
         else:
             assert runtime.script_url is not None
-            self._scripts.serve(runtime.script_url, options.ai_script)
+            self._scripts.serve(runtime.script_url, options)
         runtime.options = options
         self._runtimes.append((key, runtime))  # most recently used last
         self._used_in_test[id(runtime)] = runtime
+        self._leases[id(runtime)] = self._leases.get(id(runtime), 0) + 1
         return runtime
 
-    def _take(self, key: RuntimeOptions, script: str | None) -> LocalRuntime | None:
+    def _start_isolated(self, options: RuntimeOptions) -> LocalRuntime:
+        runtime = LocalRuntime(options)
+        self.started.append(runtime)
+        began = time.monotonic()
+        runtime.start()
+        self.start_times.append(time.monotonic() - began)
+        self._isolated.append(runtime)
+        self._used_in_test[id(runtime)] = runtime
+        return runtime
+
+    def _evict(self) -> None:
+        """Stop the runtime handed out least often (of equals, the least recently used): the
+        settings most tests share stay running through a run of one-off ones."""
+        index = min(range(len(self._runtimes)), key=lambda i: self._leases.get(id(self._runtimes[i][1]), 0))
+        self._runtimes.pop(index)[1].stop()
+
+    def _take(self, key: RuntimeOptions, options: RuntimeOptions) -> LocalRuntime | None:
         """Remove and return a running runtime for `key` that this test may re-script: one
-        it has not used, or one already replaying `script`."""
+        it has not used, or one already replaying `options`."""
         for index, (held_key, runtime) in enumerate(self._runtimes):
             if held_key != key:
                 continue
-            if id(runtime) not in self._used_in_test or runtime.options.ai_script == script:
+            if id(runtime) not in self._used_in_test or runtime.options == options:
                 del self._runtimes[index]
                 return runtime
         return None
 
     def begin_test(self) -> None:
-        """Forget the runtimes used so far and note where each running one's output stands."""
+        """Stop the last test's isolated runtimes, forget the runtimes used so far and note
+        where each running one's output stands."""
+        while self._isolated:
+            self._isolated.pop().stop()
         self._test_marks = {id(runtime): len(runtime.lines) for _, runtime in self._runtimes}
         self._used_in_test = {}
 
@@ -139,6 +171,8 @@ class RuntimePool:
         return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines()]
 
     def close(self) -> None:
+        while self._isolated:
+            self._isolated.pop().stop()
         for _, runtime in self._runtimes:
             runtime.stop()
         self._runtimes.clear()

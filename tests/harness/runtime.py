@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from devtools.dev import free_port
+from devtools.dev import emulator_config, free_port, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 120.0
@@ -89,6 +89,34 @@ class RuntimeOptions:
     workerd_direct: bool = False
     v8_flags: tuple[str, ...] = ()  # workerd_direct only: V8 flags for every isolate
     persist_to: str | None = None  # Durable Object state kept here, across runtimes
+    # A runtime of this test's own, started for it and stopped after it (tests/harness/pool.py):
+    # for figures about the runtime itself (its memory) and suites that another test's traffic
+    # on a shared runtime could sway. Costs a start: say why where it is set.
+    isolated: bool = False
+
+
+EMULATOR_FIELDS = ("ai_format", "ai_style", "ai_plan", "ai_pace", "ai_reply_tokens", "ai_frames_per_chunk", "ai_stamp_tokens", "ai_quirks")
+
+
+def emulator_arguments(options: RuntimeOptions) -> list[str]:
+    """The launcher's flags for the emulator's settings in `options` (all but its script)."""
+    arguments = [] if options.ai_format is None else ["--ai-format", options.ai_format]
+    arguments += ["--ai-style", options.ai_style, "--ai-plan", options.ai_plan, "--ai-pace", str(options.ai_pace)]
+    if options.ai_reply_tokens:
+        arguments += ["--ai-reply-tokens", str(options.ai_reply_tokens)]
+    arguments += ["--ai-frames-per-chunk", str(options.ai_frames_per_chunk)]
+    if options.ai_stamp_tokens:
+        arguments.append("--ai-stamp-tokens")
+    if options.ai_quirks:
+        arguments += ["--ai-quirks", options.ai_quirks]
+    return arguments
+
+
+def emulator_settings(options: RuntimeOptions) -> dict[str, str]:
+    """The emulator's vars for `options`, as the launchers set them (devtools/dev.py), less
+    the catalog and the script."""
+    variables = emulator_config(parse_args(emulator_arguments(options)), "")["vars"]
+    return {key: value for key, value in variables.items() if key not in ("AI_CATALOG", "AI_SCRIPT")}
 
 
 @dataclass
@@ -125,18 +153,7 @@ class LocalRuntime:
     def _start_once(self) -> LocalRuntime:
         launcher = "workerd_direct.py" if self.options.workerd_direct else "dev.py"
         port = 0 if self.options.workerd_direct else self.port  # 0: no race for a port probed earlier
-        command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port)]
-        if self.options.ai_format is not None:
-            command += ["--ai-format", self.options.ai_format]
-        command += ["--ai-style", self.options.ai_style]
-        command += ["--ai-plan", self.options.ai_plan, "--ai-pace", str(self.options.ai_pace)]
-        if self.options.ai_reply_tokens:
-            command += ["--ai-reply-tokens", str(self.options.ai_reply_tokens)]
-        command += ["--ai-frames-per-chunk", str(self.options.ai_frames_per_chunk)]
-        if self.options.ai_stamp_tokens:
-            command.append("--ai-stamp-tokens")
-        if self.options.ai_quirks:
-            command += ["--ai-quirks", self.options.ai_quirks]
+        command = [sys.executable, str(ROOT / "devtools" / launcher), "--port", str(port), *emulator_arguments(self.options)]
         if self.options.main:
             command += ["--main", self.options.main]
         if self.options.rate_limit is not None:

@@ -71,6 +71,7 @@ async def test_a_completion_is_the_emulators_answer_for_the_same_conversation(st
     assert [usage.prompt_tokens, usage.completion_tokens, usage.total_tokens] == list(ours.terminal.data["usage"].values())
 
 
+@pytest.mark.smoke
 async def test_a_streamed_completion_has_the_role_first_then_deltas_then_finish_then_usage(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     ours = await chat(http, runtime.url, {"messages": USER})

@@ -7,6 +7,7 @@ stands in for it, measured against the same traffic through the pass-through rou
 from __future__ import annotations
 
 import asyncio
+import os
 
 import httpx
 import pytest
@@ -15,7 +16,10 @@ from tests.harness.client import chat
 from tests.harness.processes import workerd_rss_bytes
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 
-ANSWERS, TOKENS, ROUNDS = 20, 5000, 3
+# Two measured rounds in CI: an injected leak (below) adds 14 to 16 MiB over them, past the
+# allowance; RELIABILITY_SCALE=full measures three.
+ANSWERS, TOKENS = 20, 5000
+ROUNDS = 3 if os.environ.get("RELIABILITY_SCALE") == "full" else 2
 # After the first round workerd stays within a MiB or two a round, whatever the route;
 # keeping every chunk of each answer (an injected leak) added 7 to 8 MiB a round.
 ALLOWED_GROWTH = 10 << 20

@@ -31,6 +31,7 @@ from tests.harness.scenarios import (
 A, B, C = "@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast"
 
 
+@pytest.mark.smoke
 async def test_answer_streams_meta_deltas_and_one_done_with_the_stream_headers(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     result = await chat(http, runtime.url)

@@ -40,6 +40,7 @@ def ai_runs(runtime: LocalRuntime, since: int) -> int:
     return sum(record["event"] == "ai_run" for record in runtime.records(since))
 
 
+@pytest.mark.smoke
 async def test_an_uninterrupted_resumable_answer_is_the_plain_answer_with_ids(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     plain = await chat(http, runtime.url)

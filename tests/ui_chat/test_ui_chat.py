@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.harness.client import chat
 from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import echo, error, scripted_options, sleep
@@ -33,6 +35,7 @@ def read_with_ai_sdk(url: str, messages: list[dict]) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.smoke
 async def test_the_ai_sdk_assembles_the_same_text_as_our_protocol(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     messages = ui_messages("Hello there", "Hi! How can I help?", "Explain streams.")

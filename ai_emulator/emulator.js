@@ -776,7 +776,16 @@ function base64Bytes(text) {
 
 class ScriptedStreamError extends Error {}
 
-async function* scriptedChunks(inputs, script, model) {
+// A `held` step waits until the test releases it: the address AI_SCRIPT_URL + "/released/"
+// + name answers 200 once it has (tests/harness/pool.py), so an answer is still being
+// written when the test acts, however slow the machine, instead of hoping it is slow enough.
+async function untilReleased(env, name) {
+  if (!env.AI_SCRIPT_URL) throw new Error("a held step needs AI_SCRIPT_URL (the test harness)");
+  const address = `${env.AI_SCRIPT_URL}/released/${encodeURIComponent(name)}`;
+  while ((await fetch(address)).status !== 200) await sleep(25);
+}
+
+async function* scriptedChunks(inputs, script, model, env) {
   for (const step of script.steps ?? []) {
     if (step.quirk !== undefined) yield encoder.encode(quirkText(step, model));
     else if (step.sleep_ms !== undefined) await sleep(step.sleep_ms);
@@ -785,6 +794,7 @@ async function* scriptedChunks(inputs, script, model) {
     else if (step.send !== undefined) yield encoder.encode(step.send);
     else if (step.echo) yield sseFrame({ response: lastUserContent(inputs.messages ?? []), p: "" });
     else if (step.error !== undefined) throw new ScriptedStreamError(step.error);
+    else if (step.held !== undefined) await untilReleased(env, step.held);
     else if (step.hang) for (;;) await sleep(60_000); // a timer stays pending: workerd would cancel a bare never-resolving promise
     else throw new Error(`unknown script step: ${JSON.stringify(step)}`);
   }
@@ -857,9 +867,17 @@ function nativeStream(source, ctx) {
 // script and emulator settings without a restart (tests/harness/pool.py).
 async function currentVars(env) {
   if (!env.AI_SCRIPT_URL) return env;
-  const response = await fetch(env.AI_SCRIPT_URL);
-  if (!response.ok) throw new Error(`AI_SCRIPT_URL answered ${response.status}`);
-  const served = await response.json();
+  let served;
+  try {
+    const response = await fetch(env.AI_SCRIPT_URL);
+    if (!response.ok) throw new Error(`answered ${response.status}`);
+    served = await response.json();
+  } catch (error) {
+    throw new Error(`AI_SCRIPT_URL ${env.AI_SCRIPT_URL}: ${error.message}`);
+  }
+  if (!isPlainObject(served) || !isPlainObject(served.settings) || !(served.script === null || isPlainObject(served.script))) {
+    throw new Error(`AI_SCRIPT_URL ${env.AI_SCRIPT_URL}: not {"script": object or null, "settings": object}`);
+  }
   const script = served.script === null ? {} : { AI_SCRIPT: JSON.stringify(served.script) };
   return { AI_CATALOG: env.AI_CATALOG, ...served.settings, ...script };
 }
@@ -1053,7 +1071,7 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     }
     const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling, quirks), settings };
     if (inputs?.stream) {
-      const chunks = generates ? generatedChunks(reply, entry.id, framing, entry.reasoning?.field) : scriptedChunks(inputs, script, entry.id);
+      const chunks = generates ? generatedChunks(reply, entry.id, framing, entry.reasoning?.field) : scriptedChunks(inputs, script, entry.id, this.env);
       const stream = streamFrom(chunks, context, this.ctx);
       return canError(script) ? nativeStream(stream, this.ctx) : stream;
     }

@@ -38,14 +38,16 @@ class PageRun:
         return report
 
 
-def drive_pages(url: str, scenarios: tuple[str, ...], screenshot: Path | None = None) -> dict[str, dict[str, Any]]:
+def drive_pages(url: str, scenarios: tuple[str, ...], screenshot: Path | None = None, script_url: str | None = None) -> dict[str, dict[str, Any]]:
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing: `make browser` installs Debian's chromium (as root), or set CHROMIUM_PATH to another")
     command = [str(NODE), str(DRIVER), url, ",".join(scenarios)]
     if screenshot is not None:
         command.append(str(screenshot))
     # The driver stops itself (and its browser) after 60 s; the timeout here is a backstop.
-    finished = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # SCRIPT_URL: where the driver releases a held step (tests/harness/scenarios.py, held).
+    env = {**os.environ, **({"SCRIPT_URL": script_url} if script_url else {})}
+    finished = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     lines = finished.stdout.strip().split("\n")  # not splitlines: JSON may hold U+2028
     if not lines:
         pytest.fail(f"the page driver printed nothing (exit {finished.returncode}):\n{finished.stderr}")
@@ -69,7 +71,7 @@ def run_pages(start_runtime, page_runs) -> Callable[..., PageRun]:
         key = (runtime.url, options, scenarios)
         if key not in page_runs:
             mark = len(runtime.lines)
-            page_runs[key] = PageRun(runtime, mark, drive_pages(runtime.url, scenarios, screenshot))
+            page_runs[key] = PageRun(runtime, mark, drive_pages(runtime.url, scenarios, screenshot, runtime.script_url))
         return page_runs[key]
 
     return run

@@ -287,6 +287,13 @@ function chatBodies(page) {
   return bodies;
 }
 
+// Lets a held step of the emulator's script go on (tests/harness/scenarios.py, held).
+async function release(name) {
+  if (!process.env.SCRIPT_URL) throw new Error("SCRIPT_URL is not set: a held answer cannot be released");
+  const response = await fetch(`${process.env.SCRIPT_URL}/released/${name}`, { method: "POST" });
+  if (!response.ok) throw new Error(`releasing ${name}: ${response.status}`);
+}
+
 // --- scenarios ----------------------------------------------------------------------------
 
 const scenarios = {
@@ -312,6 +319,7 @@ const scenarios = {
     await messageBox(page).press("Enter");
     report.userMessagesWhileStreaming = await page.locator("li.message.user").count();
     await messageBox(page).fill("");
+    await release("first-answer-typed-ahead"); // the answer waited for this (upstreams.py FIRST_HELD)
     await waitSettled(page);
     report.first = await answerState(page);
     report.growth = await page.evaluate(() => window.__growth);

@@ -1,9 +1,9 @@
 """clients/chat_cli.py against the real runtime with scripted upstreams: every outcome,
-its status line and its exit code. Grouped by runtime, in an order that lets the pool
-reuse them for test_page.py."""
+its status line and its exit code."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -33,6 +33,7 @@ from tests.frontends.upstreams import (
     expected_answer,
 )
 from tests.harness.runtime import free_port
+from tests.harness.scenarios import hang, native_frame, script
 
 QUESTION = "What is a token-length side channel?"
 
@@ -203,10 +204,13 @@ def test_an_error_event_is_a_stream_error_after_the_text_that_arrived(start_runt
 
 
 def test_the_timeout_counts_events_so_pings_do_not_keep_a_silent_model_alive(start_runtime):
-    # The model is silent for 1.5 s after "Hello" while the Worker pings every 200 ms: only
-    # a timeout that ignores pings ends the wait before the error event arrives.
-    runtime = start_runtime(FAILING)
-    result = run_cli("--url", runtime.url, "--timeout", "0.6", QUESTION)
+    # After "Hello" the model is silent for ever while the Worker pings every 200 ms: only a
+    # timeout that ignores pings ends the wait (one that counted them would never fire, and
+    # run_cli's own 30 s would). Nothing races it: the timeout can be as long as a busy
+    # machine needs to deliver "Hello" first (before, 0.6 s against a 1.5 s silence failed
+    # under load, issue 28).
+    runtime = start_runtime(dataclasses.replace(FAILING, ai_script=json.dumps(script([native_frame("Hello"), hang()]))))
+    result = run_cli("--url", runtime.url, "--timeout", "3", QUESTION)
     assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: timeout", "Hello\n")
 
 

@@ -26,6 +26,7 @@ from tests.frontends.upstreams import (
     FAILING,
     FILTERED_QUESTION,
     FILTERED_TEXT,
+    FIRST_QUESTION,
     GAPPED_PIECES,
     GENERATED,
     LONG_CHUNK,
@@ -68,7 +69,6 @@ HEAVY_SCENARIOS = ("heavy",)
 # pages; not understood yet (issue note). The DELETE's cancel is also tested without a browser
 # in tests/runtime/test_resumable.py.
 STOP_SCENARIOS = ("stop",)
-FIRST_QUESTION = "How does the answer reach this page?\nBriefly, please."
 # Every request's fields besides its messages.
 BODY = {"reasoning_effort": "low", "resumable": True, "tools": [CURRENT_TIME]}
 SESSION_STARTED = time.time()

@@ -10,6 +10,7 @@ from tests.harness.scenarios import (
     done_frame,
     echo,
     error,
+    held,
     native_frame,
     openai_chunk,
     repeat,
@@ -50,9 +51,16 @@ def story_steps(step_ms: int) -> list[dict]:
 # mid-answer, takes about 4 s, so that on a loaded machine the stop still lands while the
 # model is writing.
 LONG_STORY = "Tell me a long story."
+# The page scenario "answer" presses Enter while its first answer streams: the answer waits,
+# after its first pieces, until the driver releases FIRST_HELD (page_driver.mjs), so it is
+# still being written then however slow the machine (issue 28: it had ended first, and the
+# second turn was sent).
+FIRST_QUESTION = "How does the answer reach this page?\nBriefly, please."
+FIRST_HELD = "first-answer-typed-ahead"
+_STORY_STEPS = story_steps(STEP_MS)
 SLOW_ANSWER = scripted_options(
-    story_steps(STEP_MS),
-    prompts={LONG_STORY: script(story_steps(3 * STEP_MS))},
+    _STORY_STEPS,
+    prompts={LONG_STORY: script(story_steps(3 * STEP_MS)), FIRST_QUESTION: script([*_STORY_STEPS[:7], held(FIRST_HELD), *_STORY_STEPS[7:]])},
     variables={"MAX_MESSAGES": "3"},
 )
 MAX_MESSAGES = 3

@@ -34,12 +34,22 @@ class ScriptServer:
     def __init__(self) -> None:
         self._scripts: dict[str, str] = {}
         scripts = self._scripts
+        released: set[str] = set()  # "<runtime>/released/<name>"
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - the http.server API
-                body = scripts.get(self.path.lstrip("/"))
-                payload = (body if body is not None else "null").encode()
-                self.send_response(200 if body is not None else 404)
+                if "/released/" in self.path:  # a held step asking (scenarios.held)
+                    self._answer(200 if self.path.lstrip("/") in released else 404, "null")
+                    return
+                self._answer(*((200, body) if (body := scripts.get(self.path.lstrip("/"))) is not None else (404, "null")))
+
+            def do_POST(self) -> None:  # noqa: N802 - a test releasing a held step (ScriptServer.release)
+                released.add(self.path.lstrip("/"))
+                self._answer(200, "null")
+
+            def _answer(self, status: int, body: str) -> None:
+                payload = body.encode()
+                self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()

@@ -124,6 +124,13 @@ def error(message: str) -> Step:
     return {"error": message}
 
 
+def held(name: str) -> Step:
+    """Nothing more is sent until the test releases `name` (`ScriptServer.release`, or a POST
+    to the runtime's script URL + "/released/" + name): for an answer that must still be
+    streaming when the test acts. Pooled runtimes only; use a name no other test uses."""
+    return {"held": name}
+
+
 def hang() -> Step:
     """Nothing more is sent and the stream never closes."""
     return {"hang": True}

@@ -63,6 +63,7 @@ def fail_when_a_runtime_crashes(request: pytest.FixtureRequest) -> Iterator[None
     pool.begin_test()
     yield
     crashes = pool.crash_lines_in_test()
+    pool.end_test()
     if crashes:
         pytest.fail("the local runtime crashed during this test:\n" + "\n".join(crashes), pytrace=False)
 

@@ -381,7 +381,14 @@ def test_ctrl_c_ends_with_the_status_line_and_exit_130_and_stops_a_resumable_ans
     assert process.stdout is not None and process.stderr is not None
     assert os.read(process.stdout.fileno(), 65536)  # the answer has begun
     process.send_signal(signal.SIGINT)
-    stdout, stderr = process.communicate(timeout=30)
+    try:
+        stdout, stderr = process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        # Seen twice under heavy load (issue 28's review), not understood: a second Ctrl-C
+        # makes the CLI print where it was stuck, for whoever sees it next.
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=30)
+        pytest.fail(f"the CLI did not end within 30 s of Ctrl-C; after a second one it wrote:\n{stderr.decode()}")
     assert process.returncode == 130, stderr
     assert stderr.decode() == "interrupted after 1 chunks" + (" resumed=0" if resume else "") + "\n", "no traceback"
     if resume:

@@ -113,7 +113,7 @@ class RuntimePool:
         key = sharing_key(options)
         runtime = self._take(key, options)
         if runtime is None:
-            while len(self._runtimes) >= self._capacity:
+            while len(self._runtimes) >= self._capacity and any(id(r) not in self._used_in_test for _, r in self._runtimes):
                 self._evict()
             script_url = self._scripts.new_path()
             runtime = LocalRuntime(key, script_url=script_url)
@@ -126,13 +126,15 @@ class RuntimePool:
             assert runtime.script_url is not None
             self._scripts.serve(runtime.script_url, options)
         runtime.options = options
+        if id(runtime) not in self._used_in_test:
+            runtime.test_mark = self._test_marks.get(id(runtime), 0)  # 0: started for this test
         self._runtimes.append((key, runtime))  # most recently used last
         self._used_in_test[id(runtime)] = runtime
         self._leases[id(runtime)] = self._leases.get(id(runtime), 0) + 1
         return runtime
 
     def _start_isolated(self, options: RuntimeOptions) -> LocalRuntime:
-        runtime = LocalRuntime(options)
+        runtime = LocalRuntime(options)  # test_mark 0: all of its output is this test's
         self.started.append(runtime)
         began = time.monotonic()
         runtime.start()
@@ -144,7 +146,10 @@ class RuntimePool:
     def _evict(self) -> None:
         """Stop the runtime handed out least often (of equals, the least recently used): the
         settings most tests share stay running through a run of one-off ones."""
-        index = min(range(len(self._runtimes)), key=lambda i: self._leases.get(id(self._runtimes[i][1]), 0))
+        idle = [i for i, (_, runtime) in enumerate(self._runtimes) if id(runtime) not in self._used_in_test]
+        if not idle:
+            return  # every one is this test's: over capacity until the next test
+        index = min(idle, key=lambda i: self._leases.get(id(self._runtimes[i][1]), 0))
         self._runtimes.pop(index)[1].stop()
 
     def _take(self, key: RuntimeOptions, options: RuntimeOptions) -> LocalRuntime | None:
@@ -158,11 +163,14 @@ class RuntimePool:
                 return runtime
         return None
 
-    def begin_test(self) -> None:
-        """Stop the last test's isolated runtimes, forget the runtimes used so far and note
-        where each running one's output stands."""
+    def end_test(self) -> None:
+        """Stop the runtimes this test had of its own (after its crash check)."""
         while self._isolated:
             self._isolated.pop().stop()
+
+    def begin_test(self) -> None:
+        """Forget the runtimes used so far and note where each running one's output stands."""
+        self.end_test()
         self._test_marks = {id(runtime): len(runtime.lines) for _, runtime in self._runtimes}
         self._used_in_test = {}
 
@@ -178,7 +186,7 @@ class RuntimePool:
 
     def crash_lines(self) -> list[str]:
         """Crash lines printed by any runtime this pool started, prefixed with its address."""
-        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines()]
+        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines(since=0)]
 
     def close(self) -> None:
         while self._isolated:

@@ -44,6 +44,9 @@ CRASH_MARKERS = (
     "Fatal uncaught",
     "abortIsolate",
     "crashed unexpectedly",
+    # Not a crash, but as bad: the emulator could not get its script from the pool
+    # (ai_emulator/emulator.js, currentVars), so the test's upstream was never its own.
+    "ai_script_unavailable",
 )
 # wrangler colours its output: CSI sequences such as "\x1b[41;97m" may sit inside a marker.
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
@@ -131,6 +134,9 @@ class LocalRuntime:
     # Where the emulator fetches its script on every call instead (tests/harness/pool.py
     # serves one per runtime there), so one runtime replays many tests' scripts.
     script_url: str | None = None
+    # Where the output of the test now holding it begins (the pool sets it): what the methods
+    # below read by default, so that no test reads another test's lines on a shared runtime.
+    test_mark: int = 0
 
     @property
     def url(self) -> str:
@@ -225,9 +231,10 @@ class LocalRuntime:
 
     # --- reading what the runtime printed ---------------------------------------------
 
-    def records(self, since: int = 0) -> Iterator[dict[str, Any]]:
-        """JSON log records printed by the Worker or the emulator (prefixes stripped)."""
-        for line in self.lines[since:]:
+    def records(self, since: int | None = None) -> Iterator[dict[str, Any]]:
+        """JSON log records printed by the Worker or the emulator (prefixes stripped), from line
+        `since` on (by default, from where the current test began)."""
+        for line in self.lines[self.test_mark if since is None else since:]:
             start = line.find("{")
             if start < 0:
                 continue
@@ -238,7 +245,7 @@ class LocalRuntime:
             if isinstance(record, dict) and "event" in record:
                 yield record
 
-    def wait_for_record(self, event: str, since: int = 0, timeout: float = 10.0, **match: Any) -> dict[str, Any]:
+    def wait_for_record(self, event: str, since: int | None = None, timeout: float = 10.0, **match: Any) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for record in self.records(since):
@@ -247,7 +254,7 @@ class LocalRuntime:
             time.sleep(0.05)
         raise AssertionError(f"no {event} record {match} within {timeout}s; saw {[r['event'] for r in self.records(since)]}")
 
-    def wait_for_count(self, event: str, count: int, since: int = 0, timeout: float = 10.0) -> list[dict[str, Any]]:
+    def wait_for_count(self, event: str, count: int, since: int | None = None, timeout: float = 10.0) -> list[dict[str, Any]]:
         """Wait until `count` records of `event` were printed (log lines arrive asynchronously)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -256,12 +263,12 @@ class LocalRuntime:
                 return found
             time.sleep(0.05)
 
-    def hung_reports(self) -> list[str]:
-        return [line for line in self.lines if HUNG_REPORT in line]
+    def hung_reports(self, since: int | None = None) -> list[str]:
+        return [line for line in self.lines[self.test_mark if since is None else since:] if HUNG_REPORT in line]
 
-    def crash_lines(self, since: int = 0) -> list[str]:
+    def crash_lines(self, since: int | None = None) -> list[str]:
         """Lines from index `since` on that report a crash of the runtime (colour codes removed)."""
-        return crash_lines(self.lines[since:])
+        return crash_lines(self.lines[self.test_mark if since is None else since:])
 
     def wait_until_quiet(self, quiet: float = OUTPUT_QUIET_S, timeout: float = 2.0) -> None:
         """Wait until nothing has been printed for `quiet` seconds, counted from now at the

@@ -27,10 +27,14 @@ RUNTIME_FIXTURES = {"start_runtime", "runtime_pool", "run_pages"}
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that takes a runtime `runtime`, so that `make check` can leave all but
-    its smoke tests out (`-m "not runtime or smoke"`)."""
+    its smoke tests out (`-m "not runtime or smoke"`); put the heavy files first."""
     for item in items:
         if RUNTIME_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.runtime)
+    # The files of the long load and fuzz suites first: pytest-xdist hands files out in this
+    # order, and one that starts last would finish minutes after the rest.
+    heavy_files = {item.path for item in items if item.get_closest_marker("heavy")}
+    items.sort(key=lambda item: item.path not in heavy_files)
 
 
 @pytest.fixture(scope="session")

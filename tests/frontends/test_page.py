@@ -544,8 +544,10 @@ def test_a_screenshot_of_a_rendered_answer_is_written_under_dev(run_pages):
 
 
 # Generous bounds: a sign of a frozen page, not a speed target (docs/benchmarks.md has the
-# figures).
-FROZEN_MS = 2500
+# figures: a longest gap of up to 1.2 s on a growing 2,000-row table, quiet machine). 2.5 s
+# failed twice with two busy processes beside the 4-process suite (3.6 s for the table,
+# issue 28); a frozen page stays frozen, so the bound is far above any loaded machine's.
+FROZEN_MS = 8000
 
 
 def test_nesting_a_huge_table_and_a_long_answer_never_freeze_the_page_and_lose_nothing(run_pages):

@@ -134,7 +134,10 @@ async def test_bad_requests_get_a_json_error_and_no_inference(start_runtime, htt
 
 
 async def test_body_over_the_limit_is_refused_while_reading_without_content_length(start_runtime, http):
-    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    # workerd alone: wrangler dev's proxy sometimes gives no response at all to an upload it
+    # is still forwarding when the Worker has answered (a 30 s read timeout, seen under load
+    # in issue 28); the Worker's refusal is what this checks, not the proxy.
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, workerd_direct=True))
 
     async def body():
         for _ in range(80):

@@ -1,4 +1,4 @@
-"""Load through one local runtime, and the OpenAPI description checked by schemathesis."""
+"""Load through one local runtime (the OpenAPI check is in test_conformance.py)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,12 @@ import asyncio
 import dataclasses
 import os
 import random
-import subprocess
 
 import httpx
 import pytest
 
 from tests.harness.client import chat
 from tests.harness.processes import workerd_rss_bytes
-from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import done_frame, echo, scripted_options, sleep, usage_frame
 
 # CI runs the heavy suite reduced; RELIABILITY_SCALE=full runs the sizes of the claim.
@@ -66,17 +64,3 @@ async def test_mixed_load_keeps_every_stream_its_own_and_memory_returns(start_ru
     # changes is the second round: memory that returns (or levels off) grows about half
     # as much the second time (measured), a retained stream grows as much again.
     assert growth[1] < max(growth[0] * 3 / 4, 24 << 20)
-
-
-def test_the_api_matches_its_openapi_description_under_schemathesis(start_runtime):
-    # Its own runtime: schemathesis's thousands of requests start from a runtime in a known state.
-    runtime: LocalRuntime = start_runtime(RuntimeOptions(ai_pace=0, ai_reply_tokens=20, isolated=True))
-    examples = "100" if FULL else "30"
-    result = subprocess.run(
-        [str(ROOT / ".venv" / "bin" / "st"), "--config-file", str(ROOT / "tests" / "reliability" / "schemathesis.toml"), "run", str(ROOT / "docs" / "openapi.yaml"), "--url", runtime.url,
-         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
-         "--max-examples", examples, "--generation-deterministic", "--request-timeout", "30", "--no-color"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
-    assert "passed" in result.stdout

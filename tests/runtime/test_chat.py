@@ -133,19 +133,26 @@ async def test_bad_requests_get_a_json_error_and_no_inference(start_runtime, htt
     assert not any(r["event"] == "ai_run" for r in runtime.records(mark))
 
 
-async def test_body_over_the_limit_is_refused_while_reading_without_content_length(start_runtime, http):
+async def test_body_over_the_limit_is_refused_while_reading_without_content_length(start_runtime):
     # workerd alone: wrangler dev's proxy sometimes gives no response at all to an upload it
-    # is still forwarding when the Worker has answered (a 30 s read timeout, seen under load
-    # in issue 28); the Worker's refusal is what this checks, not the proxy.
+    # is still forwarding when the Worker has answered (issue 28). A raw connection that
+    # sends just past the 64 KiB limit and then waits: a client still sending after the early
+    # 413 can meet a reset that loses the answer (seen under load with httpx, issue 28), which
+    # is TCP's doing, not the Worker's.
     runtime = start_runtime(RuntimeOptions(ai_pace=0, workerd_direct=True))
-
-    async def body():
-        for _ in range(80):
-            yield b" " * 1024
-
-    response = await http.post(runtime.url + "/api/chat", content=body(), headers={"content-type": "application/json"})
-    assert response.status_code == 413
-    assert response.json()["error"]["code"] == "payload_too_large"
+    reader, writer = await asyncio.open_connection("127.0.0.1", runtime.port)
+    try:
+        writer.write(b"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+                     b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n")
+        for _ in range(65):  # 66,560 bytes, none with a length announced
+            writer.write(b"400\r\n" + b" " * 1024 + b"\r\n")
+        await writer.drain()
+        response = await asyncio.wait_for(reader.read(), timeout=30)
+    finally:
+        writer.close()
+    head, _, body = response.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].split(b" ")[1] == b"413", head
+    assert b"payload_too_large" in body
 
 
 async def test_unknown_paths_are_404_and_wrong_methods_405_with_allow(start_runtime, http):

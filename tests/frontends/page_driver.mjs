@@ -606,6 +606,7 @@ const scenarios = {
     await ask(page, "Think first.");
     await page.locator("li.message.assistant .thinking").waitFor();
     report.thinkingBeforeAnswer = await lastAnswer(page).locator(".content").textContent();
+    await release("thought-before-answer"); // the answer waited for this (upstreams.py THOUGHT_HELD)
     await waitSettled(page);
     report.answer = await answerState(page);
     const section = lastAnswer(page).locator("details.thinking");

@@ -82,11 +82,18 @@ def reasoning_frame(text: str) -> dict:
 
 
 # A Worker that requires a token, with a model that thinks aloud (markup included, which
-# must stay text) before it answers.
+# must stay text) before it answers. Asked THINK_QUESTION, the answer waits after the thought
+# until the driver releases THOUGHT_HELD, so the page is seen while the model still thinks
+# however slow the machine (CI had the answer in before the driver looked).
 TOKEN = "page-s3cret"
 THOUGHT = ("Let me think", " about <b>this</b><img src=x onerror=\"window.__pwned=1\">", " carefully.")
+THINK_QUESTION = "Think first."
+THOUGHT_HELD = "thought-before-answer"
+_THOUGHT_STEPS = [step for piece in THOUGHT for step in (reasoning_frame(piece), sleep(STEP_MS))]
+_ANSWER_STEPS = [native_frame("Here is the answer."), done_frame()]
 THINKING = scripted_options(
-    [*(step for piece in THOUGHT for step in (reasoning_frame(piece), sleep(STEP_MS))), native_frame("Here is the answer."), done_frame()],
+    [*_THOUGHT_STEPS, *_ANSWER_STEPS],
+    prompts={THINK_QUESTION: script([*_THOUGHT_STEPS, held(THOUGHT_HELD), *_ANSWER_STEPS])},
     variables={"AUTH_TOKEN": TOKEN},
 )
 

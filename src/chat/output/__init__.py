@@ -1,0 +1,1 @@
+"""Structured outputs: checking what a model reports as finished against what the client asked for."""

@@ -10,8 +10,13 @@
 // own (plannedToolCalls below: the tools whose name words the last user message mentions,
 // or the one tool_choice names), streamed in the model's framing with the shapes of the
 // 2026-02-17 Workers AI changelog and workers-ai-provider 4.0.0's fixtures; after a `tool`
-// message the reply begins with "Tool result: " and that result's start. Settings arrive as
-// [vars] written by the dev launcher:
+// message the reply begins with "Tool result: " and that result's start. Given a
+// `response_format`, it checks it against the model's json_mode as the binding does (8001,
+// 5023 when streamed where JSON mode cannot stream, 5025 for a model without JSON mode:
+// jsonMode below) and answers with JSON built from the schema (exampleValue), a native
+// model's whole answer carrying it as an object. A script's `busy_ms` makes the model busy:
+// `rejectIfBusy` (run()'s options) then fails the call at once with 3040, else it waits.
+// Settings arrive as [vars] written by the dev launcher:
 //   AI_CATALOG            the catalog as JSON (required)
 //   AI_FORMAT             "native" or "openai": every model streams that way (default: its own)
 //   AI_STYLE              "prose" (default): readable markdown answers; "words": the VOCABULARY
@@ -144,17 +149,150 @@ function plannedToolCalls(tooling, messages) {
   return parallel ? wanted : wanted.slice(0, 1);
 }
 
-// A value a schema accepts, the plainest one: its default, first example, first enum
-// value, else one of the type's.
-function exampleValue(schema) {
-  if (!isPlainObject(schema)) return "example";
-  if (Object.hasOwn(schema, "default")) return schema.default;
-  if (Array.isArray(schema.examples) && schema.examples.length > 0) return schema.examples[0];
-  if (Array.isArray(schema.enum) && schema.enum.length > 0) return schema.enum[0];
-  const types = Array.isArray(schema.type) ? schema.type : [schema.type];
-  const type = types.find((name) => name !== "null") ?? types[0];
-  const byType = { string: "example", number: 1, integer: 1, boolean: true, object: {}, array: [], null: null };
-  return Object.hasOwn(byType, type) ? byType[type] : "example";
+// A value a schema accepts. For tool arguments (`deep` false) the plainest one: its const,
+// default, first example or first enum value, else one of the type's ({} and [] stay empty).
+// For JSON mode (`deep`) one built to satisfy the schema: const, first enum value, first
+// anyOf/oneOf/allOf branch, every property of an object, minItems items (one when none is
+// asked for), numbers in range and on multipleOf, strings of the length and format asked
+// for; `$ref` to any local JSON pointer ("#", "#/$defs/x", "#/definitions/x"). default and
+// examples are annotations that nothing checks, so JSON mode does not trust them; pattern
+// is not followed. The schema is the client's: past SCHEMA_SOFT_REFS `$ref`s on the way
+// down (recursion), SCHEMA_SOFT_DEPTH nested steps or SCHEMA_SOFT_NODES values it takes the
+// shortest way out (only required properties, minItems items, null or a null branch where
+// allowed), and past the hard bounds null, so a recursive schema terminates, the answer
+// stays small and the JS stack shallow.
+const SCHEMA_SOFT_REFS = 2;
+const SCHEMA_SOFT_DEPTH = 16;
+const SCHEMA_HARD_DEPTH = 48;
+const SCHEMA_SOFT_NODES = 1_000;
+const SCHEMA_HARD_NODES = 5_000;
+const SCHEMA_MAX_ITEMS = 256; // a minItems above it is not met (the answer would be huge)
+const SCHEMA_REF_HOPS = 32;
+// Values for string formats (JSON Schema 2020-12's format vocabulary: the ones OpenAI's
+// Structured Outputs take, plus uri); the dates are the day this was written, 2026-12-02.
+const FORMAT_EXAMPLES = {
+  "date-time": "2026-12-02T12:00:00Z", date: "2026-12-02", time: "12:00:00Z", duration: "PT1M",
+  email: "user@example.com", hostname: "example.com", ipv4: "192.0.2.1", ipv6: "2001:db8::1",
+  uuid: "00000000-0000-4000-8000-000000000000", uri: "https://example.com/",
+};
+const PLAIN_VALUES = { string: "example", number: 1, integer: 1, boolean: true, object: {}, array: [], null: null };
+
+// The target of a local `$ref` (a JSON pointer into the root schema), or undefined.
+function schemaAt(root, ref) {
+  if (ref === "#") return root;
+  if (!ref.startsWith("#/")) return undefined;
+  let node = root;
+  for (const raw of ref.slice(2).split("/")) {
+    let key;
+    try {
+      key = decodeURIComponent(raw).replaceAll("~1", "/").replaceAll("~0", "~");
+    } catch {
+      return undefined;
+    }
+    if (!(isPlainObject(node) || Array.isArray(node)) || !Object.hasOwn(node, key)) return undefined;
+    node = node[key];
+  }
+  return node;
+}
+
+// A number the schema's bounds and multipleOf allow: the smallest positive multiple (1
+// without multipleOf), moved into the range when it falls outside. exclusiveMinimum and
+// exclusiveMaximum are numbers (draft 6 on) or booleans beside minimum/maximum (draft 4).
+function numberValue(node, integer) {
+  const finite = (value) => (typeof value === "number" && Number.isFinite(value) ? value : undefined);
+  let low = finite(node.minimum), high = finite(node.maximum), lowOpen = false, highOpen = false;
+  const exclusiveLow = finite(node.exclusiveMinimum), exclusiveHigh = finite(node.exclusiveMaximum);
+  if (exclusiveLow !== undefined && (low === undefined || exclusiveLow >= low)) [low, lowOpen] = [exclusiveLow, true];
+  else if (node.exclusiveMinimum === true && low !== undefined) lowOpen = true;
+  if (exclusiveHigh !== undefined && (high === undefined || exclusiveHigh <= high)) [high, highOpen] = [exclusiveHigh, true];
+  else if (node.exclusiveMaximum === true && high !== undefined) highOpen = true;
+  const multiple = finite(node.multipleOf) > 0 ? node.multipleOf : undefined;
+  const step = integer ? (multiple !== undefined && Number.isInteger(multiple) ? multiple : 1) : multiple;
+  if (step !== undefined) {
+    let k = 1;
+    if (low !== undefined) k = Math.max(k, lowOpen ? Math.floor(low / step) + 1 : Math.ceil(low / step));
+    if (high !== undefined) k = Math.min(k, highOpen ? Math.ceil(high / step) - 1 : Math.floor(high / step));
+    return k * step;
+  }
+  if (low !== undefined && high !== undefined && (1 < low || (1 === low && lowOpen) || 1 > high || (1 === high && highOpen))) {
+    return lowOpen || highOpen ? (low + high) / 2 : low;
+  }
+  if (low !== undefined && (1 < low || (1 === low && lowOpen))) return lowOpen ? low + 1 : low;
+  if (high !== undefined && (1 > high || (1 === high && highOpen))) return highOpen ? high - 1 : high;
+  return 1;
+}
+
+function stringValue(node) {
+  const format = typeof node.format === "string" && Object.hasOwn(FORMAT_EXAMPLES, node.format) ? FORMAT_EXAMPLES[node.format] : null;
+  if (format !== null) return format;
+  const min = Number.isInteger(node.minLength) ? Math.min(node.minLength, 4096) : 0;
+  const max = Number.isInteger(node.maxLength) && node.maxLength >= 0 ? node.maxLength : Infinity;
+  const text = "example".padEnd(min, "s"); // lengths in code points: ASCII, so one a unit
+  return text.slice(0, Math.max(min, Math.min(text.length, max)));
+}
+
+// The type a schema without "type" has, from its keywords.
+function impliedType(node) {
+  if (isPlainObject(node.properties) || Array.isArray(node.required)) return "object";
+  if (node.items !== undefined || node.prefixItems !== undefined || node.minItems !== undefined) return "array";
+  if (["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"].some((key) => node[key] !== undefined)) return "number";
+  if (["minLength", "maxLength", "format", "pattern"].some((key) => node[key] !== undefined)) return "string";
+  return undefined;
+}
+
+// An own property, even one named "__proto__" (an assignment would set the prototype).
+const defineMember = (object, name, value) => Object.defineProperty(object, name, { value, enumerable: true, writable: true, configurable: true });
+
+function exampleValue(schema, { deep = false, root = schema } = {}) {
+  let nodes = 0;
+  const build = (start, depth, refs) => {
+    nodes += 1;
+    if (depth > SCHEMA_HARD_DEPTH || nodes > SCHEMA_HARD_NODES) return null;
+    let node = start;
+    for (let hops = 0; deep && isPlainObject(node) && typeof node.$ref === "string" && hops < SCHEMA_REF_HOPS; hops++) {
+      node = schemaAt(root, node.$ref) ?? {};
+      refs += 1;
+    }
+    const short = refs > SCHEMA_SOFT_REFS || depth > SCHEMA_SOFT_DEPTH || nodes > SCHEMA_SOFT_NODES; // the shortest way out
+    if (!isPlainObject(node)) return "example"; // true, or anything else: it accepts anything
+    if (Object.hasOwn(node, "const")) return node.const;
+    if (!deep && Object.hasOwn(node, "default")) return node.default;
+    if (!deep && Array.isArray(node.examples) && node.examples.length > 0) return node.examples[0];
+    if (Array.isArray(node.enum) && node.enum.length > 0) return node.enum[0];
+    const types = Array.isArray(node.type) ? node.type : [node.type ?? (deep ? impliedType(node) : undefined)];
+    const type = types.find((name) => name !== "null") ?? types[0];
+    if (!deep) return Object.hasOwn(PLAIN_VALUES, type) ? PLAIN_VALUES[type] : "example";
+    if (short && types.includes("null")) return null;
+    const branches = [node.anyOf, node.oneOf, node.allOf].find((list) => Array.isArray(list) && list.length > 0);
+    if (branches && node.type === undefined) {
+      const nullable = short ? branches.find((branch) => isPlainObject(branch) && branch.type === "null") : undefined;
+      return build(nullable ?? branches[0], depth + 1, refs);
+    }
+    switch (type) {
+      case "object": {
+        const properties = isPlainObject(node.properties) ? node.properties : {};
+        const required = Array.isArray(node.required) ? node.required.filter((name) => typeof name === "string") : [];
+        const names = new Set(short ? required : [...Object.keys(properties), ...required]);
+        const object = {};
+        for (const name of names) defineMember(object, name, build(Object.hasOwn(properties, name) ? properties[name] : {}, depth + 1, refs));
+        return object;
+      }
+      case "array": {
+        const least = Number.isInteger(node.minItems) && node.minItems > 0 ? Math.min(node.minItems, SCHEMA_MAX_ITEMS) : short ? 0 : 1;
+        const count = Number.isInteger(node.maxItems) && node.maxItems >= 0 ? Math.min(least, node.maxItems) : least;
+        const tuple = Array.isArray(node.prefixItems) ? node.prefixItems : Array.isArray(node.items) ? node.items : [];
+        const rest = isPlainObject(node.items) ? node.items : isPlainObject(node.additionalItems) ? node.additionalItems : {};
+        return Array.from({ length: count }, (_, i) => build(i < tuple.length ? tuple[i] : rest, depth + 1, refs));
+      }
+      case "string": return stringValue(node);
+      case "number": return numberValue(node, false);
+      case "integer": return numberValue(node, true);
+      case "boolean": return true;
+      case "null": return null;
+      default: return "example";
+    }
+  };
+  return build(schema, 0, 0);
 }
 
 // The arguments of a call as JSON text: each required property (every property when none
@@ -410,11 +548,15 @@ function toolResultTokens(messages, random) {
 }
 
 // A reply is drawn lazily from generators seeded by the conversation, so a 100,000-token
-// benchmark reply costs the emulator no memory to speak of.
+// benchmark reply costs the emulator no memory to speak of. In JSON mode (`output`,
+// jsonMode) the answer is jsonAnswer's text instead, cut into tokens as prose is, its own
+// length whatever AI_REPLY_TOKENS says, and cut short by max_tokens as prose is (finish
+// "length", the JSON left unfinished, as a real model's would be); the "numbers" quirk
+// leaves it alone (its fragment is no JSON).
 const NO_TOOLS = { tools: [], choice: "auto", parallel: true };
 const NO_QUIRKS = new Set();
 
-function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling = NO_TOOLS, quirks = NO_QUIRKS) {
+function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling = NO_TOOLS, quirks = NO_QUIRKS, output = null) {
   const messages = Array.isArray(inputs.messages) ? inputs.messages : [];
   const seed = fnv1a(JSON.stringify(messages));
   const tokenRandom = seededRandom(seed);
@@ -423,29 +565,35 @@ function replyFor(inputs, settings, thinking = 0, cachedTokens = null, tooling =
   const reasoningCount = Math.min(thinking, budget);
   const planned = plannedToolCalls(tooling, messages);
   const toolCalls = planned.length > 0 ? toolCallsFor(planned, toolRandom, budget - reasoningCount) : null;
-  const prefix = toolCalls ? [] : toolResultTokens(messages, toolRandom);
+  const answersJson = output !== null && !toolCalls;
+  const prefix = toolCalls || answersJson ? [] : toolResultTokens(messages, toolRandom);
   const prose = settings.style === "prose" ? proseReply(messages, seed, prefix) : null;
-  const wanted = settings.replyTokens || (prose ? prose.length : 60 + Math.floor(tokenRandom() * 241));
+  let prefixed = 0;
+  const plainToken = prose?.nextToken
+    ?? (() => (prefixed < prefix.length ? prefix[prefixed++] : VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)]));
+  const json = answersJson ? textTokens(jsonAnswer(output, messages, plainToken, toolRandom)) : null;
+  const wanted = json ? json.length : settings.replyTokens || (prose ? prose.length : 60 + Math.floor(tokenRandom() * 241));
   const count = toolCalls ? 0 : Math.min(prefix.length + wanted, budget - reasoningCount);
   const prompted = JSON.stringify(messages).length + (tooling.tools.length > 0 ? JSON.stringify(inputs.tools).length : 0);
   const promptTokens = Math.max(1, Math.ceil(prompted / 4));
   const completion = reasoningCount + (toolCalls ? toolCalls.spent : count);
   const usage = { prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion };
   if (cachedTokens !== null) usage.prompt_tokens_details = { cached_tokens: cachedTokens };
-  let prefixed = 0;
-  const nextToken = prose?.nextToken
-    ?? (() => (prefixed < prefix.length ? prefix[prefixed++] : VOCABULARY[Math.floor(tokenRandom() * VOCABULARY.length)]));
+  let sent = 0;
+  const nextToken = json ? () => json[sent++] ?? "" : quirks.has("numbers") ? withNumberTokens(plainToken) : plainToken;
+  const truncated = toolCalls ? toolCalls.cut : json ? json.length > count : completion >= budget;
   return {
     seed,
     count,
     reasoningCount,
     toolCalls: toolCalls?.calls ?? null,
-    nextToken: quirks.has("numbers") ? withNumberTokens(nextToken) : nextToken,
+    nextToken,
+    json: json ? { complete: !truncated } : null,
     quirks,
     nextThought: prose?.nextThought ?? (() => THOUGHTS[Math.floor(tokenRandom() * THOUGHTS.length)]),
     random: seededRandom(seed ^ 0x5bd1e995), // padding and chunk boundaries
     usage,
-    truncated: toolCalls ? toolCalls.cut : completion >= budget,
+    truncated,
     stamp: settings.stampTokens,
   };
 }
@@ -767,7 +915,7 @@ function withNumberTokens(nextToken) {
   };
 }
 
-const sentAsNumber = (reply, token) => reply.quirks.has("numbers") && JSON_NUMBER.test(token);
+const sentAsNumber = (reply, token) => reply.json === null && reply.quirks.has("numbers") && JSON_NUMBER.test(token);
 
 function base64Bytes(text) {
   const binary = atob(text);
@@ -952,6 +1100,75 @@ function thinkingTokens(entry, inputs) {
   return REASONING_TOKENS[effort ?? "medium"] ?? REASONING_TOKENS.medium;
 }
 
+// --- JSON mode (response_format) ----------------------------------------------------------
+// The catalog's json_mode says how a model takes response_format (null: its schema takes
+// none). Checked 2026-12-02:
+// - shape "openai", the chat-completions schemas of the model pages (cloudflare-docs
+//   src/content/workers-ai-models/<model>.json): {"type": "text"}, {"type": "json_object"}
+//   or {"type": "json_schema", "json_schema": {"name", "description"?, "schema"?, "strict"?}};
+//   anything else breaks the schema: 8001 (as thinkingTokens and toolSettings refuse).
+// - shape "cloudflare", the older "JSON Mode" schemas and
+//   developers.cloudflare.com/workers-ai/features/json-mode/: {"type": "json_object" |
+//   "json_schema", "json_schema": <the JSON Schema itself, any value>}. "JSON Mode currently
+//   doesn't support streaming": with stream the binding throws "5023: JSON Schema mode is not
+//   supported with stream mode." (cloudflare/agents issue #1685, 2026-06-05, llama-3.3-70b-
+//   fp8-fast and llama-4-scout); the catalog marks these `streams: false`.
+// - a model without JSON mode given json_object or json_schema: "5025: This model doesn't
+//   suuport JSON Schema." (the binding's own spelling; cloudflare-docs issue #21316,
+//   2025-04-02). {"type": "text"} is accepted by every model.
+// - "JSON Mode couldn't be met" (the JSON-mode page) has no documented code: not emulated.
+const JSON_KINDS = ["json_object", "json_schema"];
+
+// The JSON mode of a call, {type, name?, shape, schema}, or null for prose (no
+// response_format, or type "text"). Throws what the binding throws for one it refuses.
+function jsonMode(entry, inputs) {
+  const format = inputs.response_format;
+  if (format === undefined || format === null) return null;
+  const invalid = () => new InferenceUpstreamError(8001, "Invalid input");
+  if (!isPlainObject(format) || !["text", ...JSON_KINDS].includes(format.type)) throw invalid();
+  if (format.type === "text") return null;
+  const mode = entry.json_mode ?? null;
+  if (mode === null || !mode.kinds.includes(format.type)) throw new InferenceUpstreamError(5025, "This model doesn't suuport JSON Schema.");
+  let name, schema = null;
+  if (format.type === "json_schema" && mode.shape === "openai") {
+    const spec = format.json_schema;
+    const optional = (key, accepts) => spec[key] === undefined || accepts(spec[key]);
+    if (!isPlainObject(spec) || typeof spec.name !== "string" || !optional("description", isString)
+      || !optional("schema", isPlainObject) || !optional("strict", (value) => value === null || typeof value === "boolean")) throw invalid();
+    name = spec.name;
+    schema = spec.schema ?? null;
+  } else if (format.type === "json_schema") {
+    schema = format.json_schema ?? null;
+  }
+  if (inputs.stream && !mode.streams) throw new InferenceUpstreamError(5023, "JSON Schema mode is not supported with stream mode.");
+  return { type: format.type, ...(name !== undefined ? { name } : {}), shape: mode.shape, schema };
+}
+
+// What the ai_run record says of a response_format: its type, its name (openai shape), the
+// model's shape; never the schema.
+function describeResponseFormat(entry, inputs) {
+  const format = inputs?.response_format;
+  if (format === undefined || format === null) return {};
+  const shape = entry.json_mode?.shape ?? null;
+  const name = shape === "openai" ? stringOrNull(format?.json_schema?.name) : null; // Cloudflare's json_schema is the schema
+  return { response_format: { type: stringOrNull(format?.type), ...(name !== null ? { name: name.slice(0, 64) } : {}), shape } };
+}
+
+const JSON_OBJECT_WORDS = 12;
+
+// The answer's JSON text. json_schema: a value built from the schema (exampleValue, deep);
+// json_object, or a schema that is none: {"answer": <the reply's first words>}, with the
+// start of a tool's result after one, so a test sees that it reached the model.
+function jsonAnswer(output, messages, nextWord, random) {
+  if (output.type === "json_schema" && isPlainObject(output.schema)) {
+    return JSON.stringify(exampleValue(output.schema, { deep: true })) ?? "null";
+  }
+  let words = "";
+  for (let i = 0; i < JSON_OBJECT_WORDS; i++) words += nextWord();
+  const result = toolResultTokens(messages, random).slice(1).join("");
+  return JSON.stringify({ answer: words.trim(), ...(result ? { tool_result: result } : {}) });
+}
+
 // Prefix caching: an instance keeps the prompts it has seen, so a request that names the
 // same session (x-session-affinity) and repeats an earlier prompt's first messages reads
 // them from the cache, in whole blocks. Without the header a request may land anywhere:
@@ -1014,6 +1231,8 @@ function describeCall(inputs, options) {
     ...(inputs?.tools !== undefined ? { tools: toolNames(inputs.tools) } : {}),
     history: history(inputs?.messages),
     session_affinity: headers["x-session-affinity"] ?? null,
+    reject_if_busy: options?.rejectIfBusy === true,
+    signal: options?.signal !== undefined && options?.signal !== null,
     ...(gateway ? { gateway: { id: gateway.id, skipCache: gateway.skipCache ?? false, metadata: gateway.metadata ?? {} } } : {}),
   };
 }
@@ -1056,24 +1275,34 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     const aliased = entry.id !== model ? { aliased_to: entry.id } : {};
     lastGatewayLogId = options?.gateway ? `01${crypto.randomUUID().replaceAll("-", "").slice(0, 24).toUpperCase()}` : null;
     const gatewayLog = lastGatewayLogId ? { gateway_log_id: lastGatewayLogId } : {};
-    const record = { event: "ai_run", ...context, ...aliased, ...described, ...gatewayLog, stream: Boolean(inputs?.stream), format: framing, scripted: !generates,
-      ...(generates && quirks.size > 0 ? { quirks: [...quirks] } : {}) };
-    let thinking, tooling;
+    const record = { event: "ai_run", ...context, ...aliased, ...described, ...describeResponseFormat(entry, inputs), ...gatewayLog,
+      stream: Boolean(inputs?.stream), format: framing, scripted: !generates, ...(generates && quirks.size > 0 ? { quirks: [...quirks] } : {}) };
+    let thinking, tooling, output;
     try {
       thinking = thinkingTokens(entry, inputs ?? {});
       tooling = toolSettings(entry, inputs ?? {});
+      output = jsonMode(entry, inputs ?? {});
     } catch (error) {
       log({ ...record, refused: error.message.split(":")[0] });
       throw error;
     }
+    // A busy model (the script's busy_ms): rejectIfBusy fails the call at once with 3040,
+    // the HTTP 429 of developers.cloudflare.com/workers-ai/features/reject-if-busy/
+    // (changelog 2026-09-17), thrown from the awaited run(); without it the request
+    // queues for capacity, here for busy_ms.
+    if (script?.busy_ms && options?.rejectIfBusy === true) {
+      log({ ...record, rejected_busy: true });
+      throw new InferenceUpstreamError(3040, "Capacity temporarily exceeded, please try again.");
+    }
     log(record);
     const cached = entry.prompt_caching && framing === "openai" ? cachedPromptTokens(described.session_affinity, messages) : null;
+    if (script?.busy_ms) await sleep(script.busy_ms);
     if (script?.start_delay_ms) await sleep(script.start_delay_ms);
     if (script?.fail_start) {
       log({ event: "ai_start_failed", ...context });
       throw new Error(script.fail_start);
     }
-    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling, quirks), settings };
+    const reply = { ...replyFor(inputs ?? {}, settings, framing === "openai" ? thinking : 0, cached, tooling, quirks, output), settings };
     if (inputs?.stream) {
       const chunks = generates ? generatedChunks(reply, entry.id, framing, entry.reasoning?.field) : scriptedChunks(inputs, script, entry.id, this.env);
       const stream = streamFrom(chunks, context, this.ctx);
@@ -1082,7 +1311,11 @@ export default class WorkersAIEmulator extends WorkerEntrypoint {
     let response = "";
     for (let i = 0; i < reply.count; i++) response += reply.nextToken();
     if (framing === "native") {
-      return reply.toolCalls ? { response: "", tool_calls: nativeToolCalls(reply), usage: reply.usage } : { response, usage: reply.usage };
+      if (reply.toolCalls) return { response: "", tool_calls: nativeToolCalls(reply), usage: reply.usage };
+      // JSON mode: `response` is the parsed value, not the string the types promise
+      // (workers-sdk issue #12398, open 2026-02). Cut short by max_tokens it parses as
+      // nothing: then the text (the emulator's choice; no source says).
+      return { response: reply.json?.complete ? JSON.parse(response) : response, usage: reply.usage };
     }
     let reasoning = "";
     for (let i = 0; i < reply.reasoningCount; i++) reasoning += reply.nextThought();

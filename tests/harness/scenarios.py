@@ -139,10 +139,14 @@ def hang() -> Step:
 # --- scripts, and runtimes that replay them -------------------------------------------
 
 
-def script(steps: Sequence[Step] = (), *, fail_start: str | None = None, start_delay_ms: int | None = None) -> Script:
+def script(steps: Sequence[Step] = (), *, fail_start: str | None = None, start_delay_ms: int | None = None,
+           busy_ms: int | None = None) -> Script:
     """A script: `run()` waits `start_delay_ms`, then rejects with `fail_start` or streams
-    the steps, closing the stream when they run out."""
+    the steps, closing the stream when they run out. `busy_ms`: the model is busy, so a
+    call with `rejectIfBusy` fails at once with 3040 and any other waits that long first."""
     built: Script = {"steps": list(steps)}
+    if busy_ms is not None:
+        built["busy_ms"] = busy_ms
     if fail_start is not None:
         built["fail_start"] = fail_start
     if start_delay_ms is not None:

@@ -57,9 +57,11 @@ let retryTimer = null; // the countdown of a rate-limited Retry
 // Codes with their own wording; any other code shows the server's (generic) message.
 const BEFORE_STREAM_TEXT = {
   payload_too_large: "Your message is too long. Shorten it and send it again.",
-  // The Worker's own limit on this client, or the model's capacity (Workers AI 3040): the
-  // page cannot tell them apart, and neither is the user's fault.
-  rate_limited: "The service is busy right now.",
+  // The Worker's own limit on this client, and the model's capacity (Workers AI 3040):
+  // two codes since 2026-12-02, and neither is the user's fault.
+  rate_limited: "You have sent too many messages in a short time.",
+  model_busy: "The model is busy right now.",
+  model_misconfigured: "This server's model setting is out of date; its operator needs to update it.",
   unauthorized: "This server needs a valid access token: enter it under Settings, then retry.",
   origin_not_allowed: "This page is not allowed to use the chat API.",
   model_unavailable: "The model is not available right now.",
@@ -67,7 +69,8 @@ const BEFORE_STREAM_TEXT = {
   network_error: "Could not reach the server. Check your connection.",
 };
 // Retrying cannot help these: the same request would be refused the same way.
-const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_json", "unsupported_media_type", "origin_not_allowed"]);
+const NOT_RETRYABLE = new Set(["payload_too_large", "invalid_request", "invalid_json", "unsupported_media_type", "origin_not_allowed",
+  "model_misconfigured"]);
 // These mean the model never saw the turn, so it leaves the conversation and goes back
 // into the input box to be edited.
 const REFUSED_TURN = new Set(["payload_too_large", "invalid_request"]);
@@ -524,7 +527,7 @@ function noticeOf(outcome, skipped, continuing) {
       // An `error` event: keep any partial text, marked incomplete.
       if (outcome.status === 200) return end("error", outcome.text ? `${outcome.message} The text above is incomplete.` : outcome.message);
       let text = BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
-      if (outcome.code === "rate_limited" && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
+      if ((outcome.code === "rate_limited" || outcome.code === "model_busy") && outcome.retryAfter) text += ` You can retry in ${outcome.retryAfter} s.`;
       return end("refused", text, { retry: !NOT_RETRYABLE.has(outcome.code), retryAfter: outcome.retryAfter || 0 });
     }
     default:

@@ -6,5 +6,9 @@ import json
 from typing import Any
 
 
+def line(event: str, **fields: Any) -> str:
+    return json.dumps({"event": event, **fields}, separators=(",", ":"), default=str)
+
+
 def log(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, **fields}, separators=(",", ":"), default=str))
+    print(line(event, **fields))

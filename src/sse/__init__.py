@@ -5,6 +5,7 @@ the one table of client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
 
+from ._answer_check import AnswerCheck
 from ._codes import ERROR_CODES, ERROR_MESSAGES, ErrorCode
 from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder
 from ._errors import (
@@ -34,6 +35,7 @@ from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_code
 
 __all__ = [
+    "AnswerCheck",
     "CUT_SHORT_REASONS",
     "DEFAULT_MAX_EVENT_CHARS",
     "DEFAULT_MAX_LINE_BYTES",

@@ -46,11 +46,18 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
     ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
     ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),
-    # Workers AI refuses the model itself (its errors 5007 and 5035, both client errors
-    # there): the Worker's MODEL needs changing, so retrying the same request cannot help.
-    ErrorCode(code="no_such_model", status=400, message="Workers AI has no such model: it was retired or never existed. The Worker's MODEL setting needs a current model."),
+    # Workers AI refuses the model itself (its errors 5007 and 5035, client errors there).
+    # Every model a client can name here is one the Worker's configuration names (others
+    # are model_not_found before any call), so a 5007 means that configuration went stale,
+    # as on 2026-05-30 when eighteen models were retired: the server's fault, a 5xx that
+    # alerts fire on, never a 400 that tells the client to change its request.
+    ErrorCode(code="model_misconfigured", status=502, message="This Worker is configured with a model Workers AI does not serve (retired, or never existed). Its operator needs to update MODEL or FALLBACK_MODELS."),
     ErrorCode(code="model_requires_paid_plan", status=403, message="This model needs the Workers Paid plan on the Worker's account."),
-    ErrorCode(code="rate_limited", status=429, message="Too many requests right now. Please retry after the time in Retry-After."),
+    # Two limits, two codes: this Worker's own limit on the client, and the model's
+    # capacity (Workers AI's 3040, or 3036 when the account's daily free allocation is
+    # spent). Both are 429s with Retry-After.
+    ErrorCode(code="rate_limited", status=429, message="Too many requests from this client. Please retry after the time in Retry-After."),
+    ErrorCode(code="model_busy", status=429, message="The model has no capacity for this request right now. Please retry after the time in Retry-After."),
     # The model, before and while it streams.
     ErrorCode(code="model_unavailable", status=502, message="The model is unavailable right now. Please try again.", in_stream=True),
     ErrorCode(code="upstream_timeout", status=504, message="The model did not answer in time. Please try again.", in_stream=True),
@@ -58,6 +65,11 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="upstream_incomplete", status=502, message="The model stream ended before it was complete.", in_stream=True),
     ErrorCode(code="upstream_malformed", status=502, message="The model stream could not be read.", in_stream=True),
     ErrorCode(code="tool_calls_too_large", status=502, message="The model's tool calls went over this service's limits.", in_stream=True),
+    # Structured outputs (docs/structured-outputs.md): the model ended of its own accord,
+    # and what it wrote is not what the client asked for.
+    ErrorCode(code="output_not_json", status=502, message="The model's answer is not the JSON that was asked for.", in_stream=True),
+    ErrorCode(code="output_schema_mismatch", status=502, message="The model's answer does not follow the requested JSON schema.", in_stream=True),
+    ErrorCode(code="output_too_large", status=502, message="The model's answer is too long for this service to check against the requested format.", in_stream=True),
     ErrorCode(code="client_timeout", status=408, message="The stream waited too long for the client to read it.", in_stream=True),
     # Resumable answers (docs/protocol.md, "Resumable answers").
     ErrorCode(code="stopped", status=409, message="The answer was stopped on request.", in_stream=True),

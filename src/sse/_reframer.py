@@ -10,6 +10,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+from ._answer_check import AnswerCheck
 from ._codes import ERROR_MESSAGES
 from ._encoders import Encoder, SSEEncoder
 from ._events import ReframerStats, ToolCall, ToolCallDelta
@@ -51,6 +52,7 @@ class Reframer:
         stream_id: str | None = None,
         gateway_log_id: str | None = None,
         max_tokens: int | None = None,
+        answer_check: AnswerCheck | None = None,
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
@@ -64,6 +66,9 @@ class Reframer:
         AI Gateway's log entry of the model call, sent in `meta`. `max_tokens`: the
         budget the model was given; an answer whose model gave no finish reason (native
         frames never do) and whose usage spent the budget ends with "length".
+        `answer_check`: sees the answer's text; an answer the model ended of its own
+        accord (not cut short, not for tool calls) that it rejects ends with its error
+        code instead of `done`.
 
         Raises ValueError if max_padding is outside [0, 255], max_line_bytes or
         max_event_chars < 1, or a stop sequence is empty.
@@ -81,6 +86,7 @@ class Reframer:
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
         self._pads = paddings(max_padding, rng)
         self._stop = StopScanner(stop) if stop else None
+        self._check = answer_check
         self._started = False
         self._terminated = False
         self._whole_events = False  # feed_whole_event may read: started, no stop sequences
@@ -206,9 +212,9 @@ class Reframer:
             if block:
                 # The hot path: a block of nothing but common native events is read by
                 # one regex call and copied through without decoding its JSON strings.
-                # With stop sequences every text is read whole, to be scanned; after an
-                # open tool call the text ends the call, which the normalizer does.
-                fast = self._stop is None and not self._normalizer.call_open
+                # With stop sequences or a check every text is read whole, to be scanned;
+                # after an open tool call the text ends the call, which the normalizer does.
+                fast = self._stop is None and self._check is None and not self._normalizer.call_open
                 bodies = native_event_bodies(block) if fast else None
                 if bodies is None:
                     self._emit(self._reader.read(block), out)
@@ -226,8 +232,7 @@ class Reframer:
                 # A call still being written when the stop sequence came is whole as it is.
                 self._normalizer.complete_tool_calls()
                 self._emit_tool_events(out)
-                self._end()
-                out.append(self._encoder.done(self.stats))
+                out.append(self._done())
             elif self._normalizer.failure is not None:
                 out.append(self._error(self._normalizer.failure))
             elif self._buffer.error is not None and not self._normalizer.done:
@@ -266,8 +271,9 @@ class Reframer:
                     out.append(self._encoder.delta(held, next(self._pads)))
                     self._deltas += 1
                     self._chars += len(held)
-            self._end()
-            out.append(self._encoder.done(self.stats))
+                    if self._check is not None:
+                        self._check.feed(held)
+            out.append(self._done())
         else:
             out.append(self._error("upstream_incomplete"))
         return self._encode(out)
@@ -282,6 +288,19 @@ class Reframer:
         out.append(self._error(code))
         return self._encode(out)
 
+    def _done(self) -> str:
+        # The terminal of an answer the upstream finished: `done`, unless the answer check
+        # rejects what the model ended of its own accord. A cut is reported as the cut it
+        # is (the client is told it is incomplete), and an answer that called tools has
+        # its text still to come.
+        stats = self.stats
+        if self._check is not None and stats.finish_reason not in CUT_SHORT_REASONS and stats.finish_reason != "tool_calls":
+            code = self._check.verdict()
+            if code is not None:
+                return self._error(code)
+        self._end()
+        return self._encoder.done(stats)
+
     def _end(self) -> None:
         # Whatever the upstream left unfinished is dropped at once, not when this object
         # is collected: a stream's buffers never outlive its terminal frame.
@@ -291,8 +310,8 @@ class Reframer:
 
     def _meta(self) -> str:
         self._started = True
-        # Stop sequences need every text read whole, to be scanned.
-        self._whole_events = self._stop is None
+        # Stop sequences and checks need every text read whole.
+        self._whole_events = self._stop is None and self._check is None
         return self._encoder.meta(
             request_id=self.request_id, model=self.model, stream_id=self.stream_id, gateway_log_id=self.gateway_log_id
         )
@@ -324,6 +343,7 @@ class Reframer:
         deltas = self._deltas
         chars = self._chars
         stop = self._stop
+        check = self._check
         for index, (event_type, data, _) in enumerate(events):
             text, reasoning = read(event_type, data)
             if normalizer.done:
@@ -339,6 +359,8 @@ class Reframer:
                 out.append(delta(text, next(pads)))
                 deltas += 1
                 chars += len(text)
+                if check is not None:
+                    check.feed(text)
             if normalizer.tool_events:
                 if stop is not None:
                     # Text held back in case it began a stop sequence did not: a tool
@@ -348,6 +370,8 @@ class Reframer:
                         out.append(delta(held, next(pads)))
                         deltas += 1
                         chars += len(held)
+                        if check is not None:
+                            check.feed(held)
                 self._emit_tool_events(out)
             if stop is not None and stop.matched or normalizer.failure is not None:
                 self._ignore_boms_after(index)

@@ -127,8 +127,8 @@ def test_a_binding_call_reads_the_gateway_log_id_only_when_no_other_call_overlap
 
 
 def test_a_conversation_keeps_its_session_and_no_other_client_or_chat_shares_it():
-    from chat.api.validation import ChatTurn
     from chat.model.call import session_key
+    from chat.turn import ChatTurn
 
     def turn(*contents: str, chat_id: str | None = None, system: bool = False) -> ChatTurn:
         roles = ["user", "assistant"]

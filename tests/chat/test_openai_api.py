@@ -31,13 +31,13 @@ def refused(payload, config: Config = CONFIG) -> ApiError:
 
 def test_a_plain_request_takes_the_configured_defaults():
     request = checked()
-    assert request.models == ("@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast") and not request.stream and request.stop == ()
+    assert request.turn.models == ("@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast") and not request.stream and request.turn.stop == ()
     assert request.turn.model_inputs("Be kind.") == {
         "messages": [{"role": "system", "content": "Be kind."}, *USER], "stream": True, "max_tokens": 100}
 
 
 def test_a_fallback_model_can_be_asked_for_and_the_others_back_it_up_in_order():
-    assert checked(model="@cf/google/gemma-4-26b-a4b-it").models == ("@cf/google/gemma-4-26b-a4b-it", "@cf/zai-org/glm-4.7-flash", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")
+    assert checked(model="@cf/google/gemma-4-26b-a4b-it").turn.models == ("@cf/google/gemma-4-26b-a4b-it", "@cf/zai-org/glm-4.7-flash", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")
 
 
 def test_client_system_and_developer_messages_follow_the_servers_prompt():
@@ -58,7 +58,7 @@ def test_options_are_checked_and_passed_to_the_model():
     request = checked(stream=True, stream_options={"include_usage": True, "include_obfuscation": False}, max_completion_tokens=7,
                       temperature=0.2, top_p=0.9, seed=42, frequency_penalty=0.5, presence_penalty=0, stop="END",
                       user="never logged", n=1, tools=[], logprobs=False, response_format={"type": "text"}, some_new_field={"x": 1})
-    assert request.stream and request.include_usage and not request.obfuscation and request.stop == ("END",)
+    assert request.stream and request.include_usage and not request.obfuscation and request.turn.stop == ("END",)
     inputs = request.turn.model_inputs("")
     assert inputs == {"messages": USER, "stream": True, "max_tokens": 7, "temperature": 0.2, "top_p": 0.9,
                       "frequency_penalty": 0.5, "presence_penalty": 0.0, "seed": 42}
@@ -91,7 +91,15 @@ def test_options_are_checked_and_passed_to_the_model():
         pytest.param({"functions": [{"name": "f"}]}, "functions", id="functions"),
         pytest.param({"tool_choice": "auto"}, "tool_choice", id="tool-choice-without-tools"),
         pytest.param({"function_call": "auto"}, "function_call", id="function-call"),
-        pytest.param({"response_format": {"type": "json_schema"}}, "response_format", id="json-schema"),
+        pytest.param({"response_format": {"type": "json_schema"}}, "response_format.json_schema", id="json-schema-without-its-schema"),
+        pytest.param({"response_format": {"type": "xml"}}, "response_format.type", id="unknown-response-format"),
+        pytest.param({"response_format": "json"}, "response_format.type", id="response-format-not-an-object"),
+        pytest.param({"response_format": {"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}},
+                     "response_format.json_schema.name", id="schema-name-with-a-space"),
+        pytest.param({"response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}, "strict": 1}}},
+                     "response_format.json_schema.strict", id="strict-not-a-bool"),
+        pytest.param({"response_format": {"type": "json_schema", "json_schema": {"name": "a", "schema": {"allOf": []}}}},
+                     "response_format.json_schema.schema.allOf", id="a-keyword-outside-the-subset"),
         pytest.param({"logprobs": 1}, "logprobs", id="logprobs-1-is-not-false"),
         pytest.param({"top_logprobs": 3}, "top_logprobs", id="top-logprobs"),
         pytest.param({"logit_bias": {"1": 5}}, "logit_bias", id="logit-bias"),

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from chat.api import tools
-from chat.api.validation import MAX_CHAT_ID_CHARS, ChatTurn, parse_json_body, validate_chat, validate_ui_chat
+from chat.api.validation import MAX_CHAT_ID_CHARS, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config
 from chat.model import catalog
+from chat.turn import ChatTurn
 from chat.web.errors import ApiError
 from sse import MAX_JSON_DEPTH
 

@@ -156,7 +156,7 @@ def broken_turns(draw, valid: st.SearchStrategy[dict[str, Any]], ui: bool) -> tu
         return payload, "messages", f"at most {CONFIG.max_input_chars}"
     if way == "messages":
         payload["messages"] = draw(not_a_non_empty_list)
-        return payload, None, "messages must be a non-empty list"
+        return payload, "messages", "messages must be a non-empty list"
     if way == "max_tokens":
         payload["max_tokens"] = draw(out_of_range_max_tokens)
         return payload, "max_tokens", "max_tokens"

@@ -122,6 +122,9 @@ def emulator_settings(options: RuntimeOptions) -> dict[str, str]:
     return {key: value for key, value in variables.items() if key not in ("AI_CATALOG", "AI_SCRIPT")}
 
 
+_JSON = json.JSONDecoder()
+
+
 @dataclass
 class LocalRuntime:
     options: RuntimeOptions
@@ -239,7 +242,8 @@ class LocalRuntime:
             if start < 0:
                 continue
             try:
-                record = json.loads(line[start:])
+                # raw_decode: wrangler dev wraps a console.error line in colour codes.
+                record, _ = _JSON.raw_decode(line, start)
             except ValueError:
                 continue
             if isinstance(record, dict) and "event" in record:

@@ -177,7 +177,7 @@ async def test_a_client_system_message_is_accepted_and_content_parts_are_joined(
         pytest.param({"messages": []}, "messages", id="no-messages"),
         pytest.param({"messages": USER, "n": 2}, "n", id="n-over-1"),
         pytest.param({"messages": USER, "functions": [{"name": "f"}]}, "functions", id="legacy-functions"),
-        pytest.param({"messages": USER, "response_format": {"type": "json_object"}}, "response_format", id="response-format"),
+        pytest.param({"messages": USER, "response_format": {"type": "xml"}}, "response_format.type", id="unknown-response-format"),
         pytest.param({"messages": USER, "logprobs": True}, "logprobs", id="logprobs"),
         pytest.param({"messages": USER, "temperature": 9}, "temperature", id="temperature"),
         pytest.param({"messages": USER, "max_tokens": 10**40}, "max_tokens", id="max-tokens-many-digits"),
@@ -212,9 +212,9 @@ async def test_an_unknown_model_is_not_found_in_openais_shape(start_runtime, htt
 @pytest.mark.parametrize(
     ("prompt", "exception", "status", "code"),
     [
-        pytest.param("rate limited", openai.RateLimitError, 429, "rate_limited", id="rate-limited"),
+        pytest.param("rate limited", openai.RateLimitError, 429, "model_busy", id="rate-limited"),
         pytest.param("unavailable", openai.InternalServerError, 502, "model_unavailable", id="unavailable"),
-        pytest.param("retired", openai.BadRequestError, 400, "no_such_model", id="no-such-model"),
+        pytest.param("retired", openai.InternalServerError, 502, "model_misconfigured", id="model-misconfigured"),
         pytest.param("slow start", openai.InternalServerError, 504, "upstream_timeout", id="start-timeout"),
     ],
 )

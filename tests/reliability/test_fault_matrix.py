@@ -73,9 +73,9 @@ def stream_scenarios() -> dict[str, tuple[list[Step], str, str, str]]:
 STREAMS = stream_scenarios()
 DISCONNECTS = {f"disconnect at {where}": k + 1 if k < len(TOKENS) else len(TOKENS) for where, k in POSITIONS.items()}
 START_FAILURES = {
-    "start 3040": (script(fail_start="3040: Capacity temporarily exceeded"), 429, "rate_limited"),
-    "start 3036": (script(fail_start="3036: Daily free allocation exhausted"), 429, "rate_limited"),
-    "start 5007": (script(fail_start="5007: No such model @cf/x or task"), 400, "no_such_model"),
+    "start 3040": (script(fail_start="3040: Capacity temporarily exceeded"), 429, "model_busy"),
+    "start 3036": (script(fail_start="3036: Daily free allocation exhausted"), 429, "model_busy"),
+    "start 5007": (script(fail_start="5007: No such model @cf/x or task"), 502, "model_misconfigured"),
     "start 5035": (script(fail_start="5035: This model requires a Workers Paid plan."), 403, "model_requires_paid_plan"),
     "start 5000": (script(fail_start="5000: Internal error"), 502, "model_unavailable"),
     "start timeout": (script([done_frame()], start_delay_ms=2500), 504, "upstream_timeout"),

@@ -149,24 +149,28 @@ async def test_every_catalog_model_streams_its_own_text_and_reasoning_on_every_s
     assert ui_texts(ui.content)[:2] == (text, reasoning)
 
 
-async def test_a_model_workers_ai_does_not_have_is_a_clear_400_on_every_route(start_runtime, http):
+async def test_a_model_workers_ai_does_not_have_is_the_servers_fault_on_every_route_and_raises_the_alarm(start_runtime, http):
     runtime = start_runtime(MISSING)
     since = len(runtime.lines)
     for path in ("/api/chat", "/api/chat/raw"):
         response = await http.post(runtime.url + path, json={"messages": user("Hello")})
-        assert response.status_code == 400 and response.json()["error"]["code"] == "no_such_model", path
+        assert response.status_code == 502 and response.json()["error"]["code"] == "model_misconfigured", path
         assert NOT_A_MODEL not in response.text, "the model's name is not echoed"
     resumable = await http.post(runtime.url + "/api/chat", json={"messages": user("Hello"), "resumable": True})
-    assert resumable.status_code == 400 and resumable.json()["error"]["code"] == "no_such_model"
+    assert resumable.status_code == 502 and resumable.json()["error"]["code"] == "model_misconfigured"
     ui = await http.post(runtime.url + "/api/ui-chat", json={"messages": [ui_message("Hello")]})
-    assert ui.status_code == 400 and ui.json()["error"]["code"] == "no_such_model"
+    assert ui.status_code == 502 and ui.json()["error"]["code"] == "model_misconfigured"
     openai = await http.post(runtime.url + "/v1/chat/completions", json={"model": NOT_A_MODEL, "messages": user("Hello")})
-    assert openai.status_code == 400
-    assert openai.json()["error"]["code"] == "no_such_model" and openai.json()["error"]["type"] == "invalid_request_error"
+    assert openai.status_code == 502
+    assert openai.json()["error"]["code"] == "model_misconfigured" and openai.json()["error"]["type"] == "server_error"
     refusals = [record for record in runs(runtime, since) if record.get("refused")]
     assert refusals and all(record["refused"] == "5007" for record in refusals), "the binding said 5007 each time"
     failed = [r for r in runtime.records(since) if r.get("event") == "chat_start_failed"]
-    assert failed and all(r["binding_code"] == 5007 and r["code"] == "no_such_model" for r in failed)
+    assert failed and all(r["binding_code"] == 5007 and r["code"] == "model_misconfigured" for r in failed)
+    alarms = [r for r in runtime.records(since) if r.get("event") == "model_not_served"]
+    assert len(alarms) == len(failed), "one alarm line for each call the stale configuration failed"
+    assert all((r["level"], r["binding_code"], r["setting"]) == ("error", 5007, "MODEL") for r in alarms)
+    assert all(r["model"] == NOT_A_MODEL for r in alarms), "the alarm names the configured model"
 
 
 async def test_reasoning_effort_reaches_the_binding_in_each_models_own_inputs(start_runtime, http):

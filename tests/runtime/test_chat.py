@@ -221,15 +221,15 @@ async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime
     runtime.wait_for_record("ai_run", since=mark, model=C)  # log lines arrive asynchronously
     assert [r["model"] for r in runtime.records(mark) if r["event"] == "ai_run"] == [A, B, C]
     failures = [r for r in runtime.records(mark) if r["event"] == "chat_start_failed"]
-    assert [(f["model"], f["code"]) for f in failures] == [(A, "no_such_model"), (B, "rate_limited")]
+    assert [(f["model"], f["code"]) for f in failures] == [(A, "model_misconfigured"), (B, "model_busy")]
 
 
 @pytest.mark.parametrize(
     ("binding_message", "status", "code"),
     [
-        pytest.param("3040: Capacity temporarily exceeded", 429, "rate_limited", id="3040"),
-        pytest.param("3036: Account limited", 429, "rate_limited", id="3036"),
-        pytest.param("5007: No such model secret-internal-detail or task", 400, "no_such_model", id="5007"),
+        pytest.param("3040: Capacity temporarily exceeded", 429, "model_busy", id="3040"),
+        pytest.param("3036: Account limited", 429, "model_busy", id="3036"),
+        pytest.param("5007: No such model secret-internal-detail or task", 502, "model_misconfigured", id="5007"),
         pytest.param("5035: This model requires a Workers Paid plan secret-internal-detail", 403, "model_requires_paid_plan", id="5035"),
         pytest.param("5004: Invalid data secret-internal-detail", 502, "model_unavailable", id="other"),
     ],

@@ -195,11 +195,6 @@ async def test_a_model_that_cannot_stream_json_is_asked_for_its_whole_answer_in_
     assert_no_schema_in(record)
 
 
-# Seen 2026-12-02: the Worker's relay of a whole answer (chat.stream.upstream._whole_answer,
-# being written) fails in the runtime with "This borrowed proxy was automatically destroyed
-# at the end of a function call", and the client gets a 500. Strict: once it works this
-# fails, and the marker goes.
-@pytest.mark.xfail(strict=True, reason="the Worker's whole-answer relay loses the binding's answer (borrowed proxy)")
 async def test_a_whole_json_answer_reaches_the_client_and_satisfies_the_schema(start_runtime, http):
     runtime = start_runtime(GENERATED)
     check_order(json.loads(native_text(await raw(http, runtime, "Where is my order?", model=NATIVE_MODEL, response_format=ORDER_FORMAT))))

@@ -236,7 +236,7 @@ async def test_two_turns_of_one_ui_chat_at_once_leave_one_answer_and_stop_the_ot
 async def test_start_errors_are_still_http_statuses_and_bad_flags_are_400(start_runtime, http):
     runtime = start_runtime(scripted_options([], fail_start="3040: Capacity temporarily exceeded"))
     limited = await http.post(runtime.url + "/api/chat", json=RESUMABLE)
-    assert limited.status_code == 429 and limited.json()["error"]["code"] == "rate_limited"
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "model_busy"
     assert "retry-after" in limited.headers
     bad = await http.post(runtime.url + "/api/chat", json={"messages": USER, "resumable": "yes"})
     assert bad.status_code == 400 and "resumable" in bad.json()["error"]["message"]

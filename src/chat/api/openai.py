@@ -10,21 +10,12 @@ them. Tools, and the tool calls and results of the history, are chat.api.tools'.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from chat.api import tools
-from chat.api.validation import (
-    ChatTurn,
-    checked_gateway_options,
-    checked_max_tokens,
-    checked_messages,
-    checked_model_choice,
-    checked_reasoning_effort,
-    checked_sampling,
-    checked_temperature,
-)
+from chat.api.validation import checked_max_tokens, checked_message_list, checked_sampling, checked_turn
 from chat.config import Config
+from chat.turn import ChatTurn
 from chat.web.errors import ApiError, invalid_request
 from sse import openai_error
 
@@ -35,15 +26,13 @@ MAX_SEED = 9_999_999_999  # Workers AI's bound on `seed`
 
 @dataclass(frozen=True, kw_only=True)
 class CompletionRequest:
-    """A checked Chat Completions request. `models`: the requested model first, then the
-    Worker's other models in their configured order (the fallbacks)."""
+    """A checked Chat Completions request: the turn (its `models` are the requested model
+    first, then the Worker's other models in their configured order), and how to answer."""
 
     turn: ChatTurn
-    models: tuple[str, ...]
     stream: bool
     include_usage: bool
     obfuscation: bool
-    stop: tuple[str, ...]
 
 
 def openai_error_body(error: ApiError, request_id: str) -> str:
@@ -68,14 +57,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     if not isinstance(payload, dict):
         raise invalid_request("The request body must be a JSON object.")
     _refuse_what_cannot_be_honoured(payload)
-    models = checked_model_choice(payload.get("model"), config)
-    tool_inputs = tools.checked_tool_fields(payload)
-    messages = payload.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise invalid_request("messages must be a non-empty list.", param="messages")
-    # Refused before each message is converted, not only after (checked_messages).
-    if len(messages) > config.max_messages:
-        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+    messages = checked_message_list(payload, config)
     plain = [_plain_message(message, index) for index, message in enumerate(messages)]
     stream = _flag(payload, "stream")
     options = payload.get("stream_options")
@@ -84,26 +66,14 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     if options is not None and not isinstance(options, dict):
         raise invalid_request("stream_options must be an object.", param="stream_options")
     options = options or {}
-    checked = checked_messages(plain, config, position=lambda index: index, system=config.openai_system_messages)
-    if tools.uses_tools(tool_inputs, checked):
-        models = tools.models_taking_tools(models, field="tools" if tool_inputs else "messages")
-    turn = ChatTurn(
-        messages=checked,
-        max_tokens=_max_tokens(payload, config),
-        temperature=checked_temperature(payload.get("temperature"), models[0]),
-        options=_model_options(payload, models[0]),
-        models=models,
-        reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
-        skip_cache=checked_gateway_options(payload.get("gateway")),
-        tool_inputs=tool_inputs,
-    )
+    turn = checked_turn(payload, plain, config, position=lambda index: index, system=config.openai_system_messages,
+                        model_required=True, max_tokens=_max_tokens(payload, config))
+    turn = replace(turn, options=_model_options(payload, turn.models[0]), stop=_stop(payload.get("stop")))
     return CompletionRequest(
         turn=turn,
-        models=models,
         stream=stream,
         include_usage=_flag(options, "include_usage", "stream_options."),
         obfuscation=_flag(options, "include_obfuscation", "stream_options.", default=True),
-        stop=_stop(payload.get("stop")),
     )
 
 
@@ -111,7 +81,6 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
 _NOT_HONOURED: tuple[tuple[str, tuple[Any, ...], str], ...] = (
     ("functions", ([],), "the legacy form of tools, not supported here; send tools"),
     ("function_call", ("none",), "the legacy form of tool_choice, not supported here; send tool_choice with tools"),
-    ("response_format", ({"type": "text"},), "only text responses are supported here"),
     ("logprobs", (False,), "log probabilities are not available here"),
     ("top_logprobs", (0,), "log probabilities are not available here"),
     ("logit_bias", ({},), "logit_bias is not supported here"),

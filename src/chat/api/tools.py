@@ -19,7 +19,6 @@ import re
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from chat.model import catalog
 from chat.web.errors import invalid_request
 from sse import MAX_JSON_DEPTH, loads_bounded
 
@@ -165,33 +164,10 @@ def checked_tool_choice(value: Any, names: Collection[str]) -> str | dict[str, A
     return {"type": "function", "function": {"name": name}}
 
 
-def takes_tools(model_id: str) -> bool:
-    """Whether `model_id` takes tools, as its catalog entry says; an id the catalog does not
-    list (ALLOW_UNLISTED_MODELS) is assumed to."""
-    model = catalog.current(model_id)
-    return model is None or model.tools
-
-
 def uses_tools(tool_inputs: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> bool:
     """Whether only a model that takes tools can answer: the request offers tools, or its
     history holds calls and results (checked messages)."""
     return bool(tool_inputs) or any("tool_calls" in message or message["role"] == "tool" for message in messages)
-
-
-def models_taking_tools(models: Sequence[str], *, named: bool = True, field: str = "tools") -> tuple[str, ...]:
-    """`models` (the requested or primary model first, then its fallbacks) without those
-    that do not take tools. `named`: the client asked for the first one, so it must take
-    them (answering with another would be a surprise); else the Worker's own order is
-    only filtered. `field`: what asks for tools ("tools", or "messages" for a history of
-    calls). Raises ApiError(400) on `field` when no model is left to answer."""
-    first = models[0]
-    why = "does not take tools" if field == "tools" else "does not take tools, which the conversation's calls need"
-    if named and not takes_tools(first):
-        raise invalid_request(f"{field}: {first} {why}.", param=field)
-    taking = tuple(model for model in models if takes_tools(model))
-    if not taking:
-        raise invalid_request(f"{field}: none of the models this Worker serves takes tools.", param=field)
-    return taking
 
 
 # The history: assistant messages with tool_calls, and tool messages answering them.

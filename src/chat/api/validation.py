@@ -5,13 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 from chat.api import tools
 from chat.config import Config
 from chat.model import catalog
+from chat.output import schema as output_schema
+from chat.turn import ChatTurn, Message, OutputFormat
 from chat.web.errors import ApiError, invalid_request
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
@@ -37,42 +39,6 @@ WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChatTurn:
-    """A checked conversation and its generation settings. `messages` are in the binding's
-    shape (assistant messages may carry `tool_calls`; tool messages `tool_call_id` and
-    `name`). `options` are further model inputs, already checked (top_p, seed, penalties
-    from the OpenAI route); `tool_inputs` the request's tools (chat.api.tools), empty when it
-    offers none."""
-
-    messages: tuple[dict[str, Any], ...]
-    max_tokens: int
-    temperature: float | None
-    options: tuple[tuple[str, float | int], ...] = ()
-    resumable: bool = False  # produced by a Durable Object that readers can come back to
-    chat_id: str | None = None  # the AI SDK's chat id (/api/ui-chat), when the client sent one
-    # /api/ui-chat: the id of the assistant message this answer continues (the conversation
-    # ends with it, as after a tool's result), so the answer's parts are appended to it.
-    continues_message: str | None = None
-    models: tuple[str, ...] = ()  # the client's choice of model first, then the others; (): MODEL's order
-    reasoning_effort: str | None = None  # one of catalog.EFFORTS; None: the model's default
-    skip_cache: bool = False  # the client asked the AI Gateway not to answer from its cache
-    tool_inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # tools, tool_choice, parallel_tool_calls
-
-    def model_inputs(self, system_prompt: str) -> dict[str, Any]:
-        # The server's prompt comes first, so a client's own system messages (where a
-        # route accepts them) follow it and cannot come before it.
-        messages = [dict(m) for m in self.messages]
-        if system_prompt:
-            messages.insert(0, {"role": "system", "content": system_prompt})
-        inputs: dict[str, Any] = {"messages": messages, "stream": True, "max_tokens": self.max_tokens}
-        if self.temperature is not None:
-            inputs["temperature"] = self.temperature
-        inputs.update(self.options)
-        inputs.update(self.tool_inputs)
-        return inputs
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -104,36 +70,90 @@ def parse_json_body(body: bytes) -> Any:
 
 def validate_chat(payload: Any, config: Config) -> ChatTurn:
     """The chat turn in `payload`, or ApiError(400, invalid_request) naming the bad field."""
+    messages = checked_message_list(payload, config)
+    return checked_turn(payload, messages, config, position=lambda index: index, resumable=_resumable(payload.get("resumable")))
+
+
+def checked_message_list(payload: Any, config: Config) -> list[Any]:
+    """The preamble every surface shares: the body is an object whose `messages` is a
+    non-empty list of at most MAX_MESSAGES entries (counted before any is converted, so a
+    surface that turns one entry into several is still bounded by what the client sent)."""
     if not isinstance(payload, dict):
         raise invalid_request("The request body must be a JSON object.")
     messages = payload.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise invalid_request("messages must be a non-empty list.")
-    return _checked_turn(payload, messages, config, position=lambda index: index)
+        raise invalid_request("messages must be a non-empty list.", param="messages")
+    if len(messages) > config.max_messages:
+        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+    return messages
 
 
-def _checked_turn(
+def checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int],
-    counted: str = "entries",
+    counted: str = "entries", system: bool = False, model_required: bool = False, resumable: bool = False,
+    max_tokens: int | None = None,
 ) -> ChatTurn:
-    named = payload.get("model") is not None
+    """The fields every surface shares, checked once: the model choice, tools, messages
+    (plain messages in the binding's shape, converted by the surface; `position`, `counted`
+    and `system` as checked_messages takes them), max_tokens (unless the surface read its
+    own), temperature, reasoning_effort, gateway and response_format. Then the models that
+    can answer it (chat.model.catalog's capabilities)."""
+    named = model_required or payload.get("model") is not None
     models = checked_model_choice(payload.get("model"), config) if named else ()
     tool_inputs = tools.checked_tool_fields(payload)
-    checked = checked_messages(messages, config, position=position, counted=counted)
+    output = checked_response_format(payload.get("response_format"))
+    checked = checked_messages(messages, config, position=position, counted=counted, system=system)
+    needs: list[tuple[catalog.Capability, str]] = []
     if tools.uses_tools(tool_inputs, checked):
+        needs.append(("tools", "tools" if tool_inputs else "messages"))
+    if output is not None and output.kind != "text":
+        needs.append((output.kind, "response_format"))
+    if needs:
         # Spelled out even when the client named no model, so that MODEL's order leaves
-        # out the models that take no tools too (MODEL itself, when it takes none).
-        models = tools.models_taking_tools(models or config.models, named=named, field="tools" if tool_inputs else "messages")
+        # out the models that cannot answer too (MODEL itself, when it cannot).
+        models = models_able(models or config.models, needs, named=named)
     return ChatTurn(
         messages=checked,
-        max_tokens=checked_max_tokens(payload.get("max_tokens"), config),
+        max_tokens=checked_max_tokens(payload.get("max_tokens"), config) if max_tokens is None else max_tokens,
         temperature=checked_temperature(payload.get("temperature"), (models or config.models)[0]),
         models=models,
-        resumable=_resumable(payload.get("resumable")),
+        resumable=resumable,
         reasoning_effort=checked_reasoning_effort(payload.get("reasoning_effort")),
         skip_cache=checked_gateway_options(payload.get("gateway")),
         tool_inputs=tool_inputs,
+        output=output if output is not None and output.kind != "text" else None,
     )
+
+
+# What each capability is called in a refusal: (the named model) "does not take tools";
+# (none of the models this Worker serves) "takes tools".
+_LACKING: dict[str, tuple[str, str]] = {
+    "tools": ("does not take tools", "takes tools"),
+    "json_object": ("cannot answer in JSON mode", "answers in JSON mode"),
+    "json_schema": ("cannot answer to a JSON schema", "answers to a JSON schema"),
+}
+
+
+def models_able(models: Sequence[str], needs: Sequence[tuple[catalog.Capability, str]], *, named: bool) -> tuple[str, ...]:
+    """`models` (the requested or primary model first, then its fallbacks) without those
+    that lack a capability the turn needs; each need names the request field that asks
+    for it ("tools"; "messages" for a history of calls; "response_format"). `named`: the
+    client asked for the first model, so it must be able (answering with another would be
+    a surprise); else the Worker's own order is only filtered. Raises ApiError(400) on
+    the field of the need no model is left for."""
+    first = models[0]
+    for capability, field in needs:
+        if named and not catalog.can(first, capability):
+            why = _LACKING[capability][0] + (", which the conversation's calls need" if field == "messages" else "")
+            raise invalid_request(f"{field}: {first} {why}.", param=field)
+        if not any(catalog.can(model, capability) for model in models):
+            raise invalid_request(f"{field}: none of the models this Worker serves {_LACKING[capability][1]}.", param=field)
+    able = tuple(model for model in models if all(catalog.can(model, capability) for capability, _ in needs))
+    if not able:
+        field = needs[-1][1]
+        every = " and ".join(_LACKING[capability][1] for capability, _ in needs)
+        raise invalid_request(f"{field}: none of the models this Worker serves {every}.", param=field)
+    return able
 
 
 def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:
@@ -146,6 +166,45 @@ def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:
         # The name is not echoed: it can be anything, of any length.
         raise ApiError("model_not_found", "This model is not served here; GET /v1/models lists the models that are.", param="model")
     return (model, *[other for other in dict.fromkeys(config.models) if other != model])
+
+
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")  # OpenAI's rule for json_schema.name
+
+
+def checked_response_format(value: Any) -> OutputFormat | None:
+    """OpenAI's `response_format`: `{"type": "text"}` (the default), `{"type":
+    "json_object"}`, or `{"type": "json_schema", "json_schema": {"name", "description"?,
+    "schema", "strict"?}}` with a schema that chat.output.schema accepts (bounded; under
+    strict, OpenAI's strict subset). None when absent. Raises ApiError(400) naming the field."""
+    if value is None:
+        return None
+    field = "response_format"
+    if not isinstance(value, dict) or value.get("type") not in RESPONSE_FORMATS:
+        raise invalid_request(f'{field} must be an object whose type is "text", "json_object" or "json_schema".', param=f"{field}.type")
+    kind = value["type"]
+    if kind != "json_schema":
+        return OutputFormat(kind=kind)
+    spec = value.get("json_schema")
+    field = "response_format.json_schema"
+    if not isinstance(spec, dict):
+        raise invalid_request(f"{field} must be an object with a name and a schema.", param=field)
+    name = spec.get("name")
+    if not isinstance(name, str) or not _SCHEMA_NAME.fullmatch(name):
+        raise invalid_request(f"{field}.name must be 1 to 64 letters, digits, _ or -.", param=f"{field}.name")
+    description = spec.get("description")
+    if description is not None and (not isinstance(description, str) or len(description) > tools.MAX_DESCRIPTION_CHARS):
+        raise invalid_request(f"{field}.description must be a string of at most {tools.MAX_DESCRIPTION_CHARS} characters.",
+                              param=f"{field}.description")
+    strict = spec.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise invalid_request(f"{field}.strict must be true, false or null.", param=f"{field}.strict")
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise invalid_request(f"{field}.schema must be a JSON Schema object (json_object asks for any JSON object).",
+                              param=f"{field}.schema")
+    output_schema.checked_schema(schema, f"{field}.schema", strict=bool(strict))
+    return OutputFormat(kind="json_schema", name=name, schema=schema, strict=bool(strict), description=description)
 
 
 def checked_reasoning_effort(value: Any) -> str | None:
@@ -182,7 +241,7 @@ def checked_gateway_options(value: Any) -> bool:
 def checked_messages(
     messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False,
     counted: str = "entries",
-) -> tuple[dict[str, Any], ...]:
+) -> tuple[Message, ...]:
     """The messages in the binding's shape, or ApiError(invalid_request) naming the bad one.
 
     User (and system) messages are `{"role", "content"}` with a character other than
@@ -230,7 +289,8 @@ def checked_messages(
                               f"at most {config.max_input_chars} are allowed.", param="messages")
     if checked[-1]["role"] not in LAST_ROLES:
         raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
-    return tuple(checked)
+    # Each entry was built in Message's shape above (or by chat.api.tools).
+    return cast(tuple[Message, ...], tuple(checked))
 
 
 def checked_max_tokens(value: Any, config: Config, field: str = "max_tokens") -> int:
@@ -294,15 +354,9 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     text nor such calls, so the conversation can go on. Then the same rules as /api/chat
     apply, with field names pointing at the UIMessage.
     """
-    if not isinstance(payload, dict):
-        raise invalid_request("The request body must be a JSON object.")
-    messages = payload.get("messages")
-    if not isinstance(messages, list) or not messages:
-        raise invalid_request("messages must be a non-empty list.")
-    # The client's UI messages too, skipped ones included (docs/openapi.yaml's maxItems);
-    # checked_messages then bounds the model messages they become.
-    if len(messages) > config.max_messages:
-        raise invalid_request(f"messages has {len(messages)} entries; at most {config.max_messages} are allowed.", param="messages")
+    # The client's UI messages are bounded too, skipped ones included (docs/openapi.yaml's
+    # maxItems); checked_messages then bounds the model messages they become.
+    messages = checked_message_list(payload, config)
     plain: list[dict[str, Any]] = []
     positions: list[int] = []
     for index, message in enumerate(messages):
@@ -320,8 +374,8 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         positions.extend([index] * len(converted))
     if not plain:
         raise invalid_request("messages holds no message with text.")
-    turn = _checked_turn({**payload, "messages": plain}, plain, config, position=positions.__getitem__,
-                         counted="model messages once tool calls and results count as theirs")
+    turn = checked_turn(payload, plain, config, position=positions.__getitem__, resumable=_resumable(payload.get("resumable")),
+                        counted="model messages once tool calls and results count as theirs")
     last = messages[-1]
     if last.get("role") == "assistant" and _is_message_id(last.get("id")):
         # The SDK appends the answer to that message when `start` names it; a new id

@@ -11,10 +11,11 @@ from dataclasses import replace
 from typing import Any
 
 from chat.api.openai import model_list, validate_completion
-from chat.api.validation import ChatTurn, is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
 from chat.model.call import model_call
+from chat.output.check import answer_check
 from chat.platform.edge import JsEdge
 from chat.ratelimit.binding import spend
 from chat.ratelimit.keys import ClientKey, client_key
@@ -24,6 +25,7 @@ from chat.stream.collect import collect
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import Started, start_model_stream
+from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
 from chat.web.exchange import Exchange, Reply
@@ -140,10 +142,11 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     if request.stream:
         encoder: Encoder = OpenAIChunkEncoder(created=created, max_tokens=max_tokens, include_usage=request.include_usage)
         padding = config.padding if request.obfuscation else 0
-        return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding, stop=request.stop)
+        return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding)
     started = await _start_model(edge, exchange, admitted, request.turn)
-    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.stop, max_tokens=max_tokens,
-                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id)
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.turn.stop, max_tokens=max_tokens,
+                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id,
+                        answer_check=answer_check(request.turn.output))
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
     timeouts = replace(config.timeouts, ping_interval=math.inf)
@@ -166,13 +169,14 @@ async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) ->
 
 async def _stream(
     edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, encoder: Encoder, *,
-    padding: int | None = None, stop: tuple[str, ...] = (),
+    padding: int | None = None,
 ) -> Reply:
     config, route = admitted.config, admitted.route.name
     await load_plumbing()  # before the model starts: a failed import costs no inference
     started = await _start_model(edge, exchange, admitted, turn)
-    reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=stop, max_tokens=turn.max_tokens,
-                        max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id)
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=turn.stop, max_tokens=turn.max_tokens,
+                        max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id,
+                        answer_check=answer_check(turn.output))
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
         upstream=started.stream, lifecycle=lifecycle, keep_alive=edge.keep_alive,

@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chat.api.validation import ChatTurn
 from chat.config import Config
 from chat.model import catalog
+from chat.turn import ChatTurn, OutputFormat
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -32,22 +32,47 @@ class ModelCall:
     models: tuple[str, ...] = ()  # the models to try, in order; (): MODEL, then FALLBACK_MODELS
     reasoning_effort: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
+    output: OutputFormat | None = None  # a JSON mode, sent in each model's own shape
 
     def inputs_for(self, model: str) -> dict[str, Any]:
         return {
             **self.inputs,
             **catalog.clamped_sampling(model, self.inputs),
             **catalog.reasoning_inputs(model, self.reasoning_effort),
+            **output_inputs(model, self.output),
         }
 
     def as_order(self) -> dict[str, Any]:
         return {"inputs": dict(self.inputs), "models": list(self.models), "reasoning_effort": self.reasoning_effort,
-                "options": dict(self.options)}
+                "options": dict(self.options), "output": None if self.output is None else self.output.as_order()}
 
     @classmethod
     def from_order(cls, order: Mapping[str, Any]) -> ModelCall:
         return cls(inputs=order["inputs"], models=tuple(order.get("models") or ()), reasoning_effort=order.get("reasoning_effort"),
-                   options=order.get("options") or {})
+                   options=order.get("options") or {}, output=OutputFormat.from_order(order.get("output")))
+
+
+def output_inputs(model: str, output: OutputFormat | None) -> dict[str, Any]:
+    """The binding inputs that ask `model` for `output`: `response_format` in the shape its
+    schema takes (chat.model.catalog, JsonMode); {} for text, or for a model that takes none
+    (never chosen for such a turn: chat.api.validation.models_able). A model that cannot
+    stream in JSON mode is asked for the whole answer (`stream: false`)."""
+    mode = catalog.json_mode(model)
+    if output is None or output.kind == "text" or mode is None:
+        return {}
+    inputs: dict[str, Any] = {}
+    if output.kind == "json_object":
+        inputs["response_format"] = {"type": "json_object"}
+    elif mode.shape == "cloudflare":
+        inputs["response_format"] = {"type": "json_schema", "json_schema": dict(output.schema or {})}
+    else:
+        spec: dict[str, Any] = {"name": output.name, "schema": dict(output.schema or {}), "strict": output.strict}
+        if output.description is not None:
+            spec["description"] = output.description
+        inputs["response_format"] = {"type": "json_schema", "json_schema": spec}
+    if not mode.streams:
+        inputs["stream"] = False
+    return inputs
 
 
 class CallOverlaps:
@@ -83,7 +108,7 @@ def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, c
             gateway["skipCache"] = True
         options["gateway"] = gateway
     return ModelCall(inputs=turn.model_inputs(config.system_prompt), models=turn.models, reasoning_effort=turn.reasoning_effort,
-                     options=options)
+                     options=options, output=turn.output)
 
 
 def session_key(turn: ChatTurn, client: str | None) -> str:

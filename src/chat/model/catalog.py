@@ -30,10 +30,15 @@ SOURCES = (
     "https://developers.cloudflare.com/changelog/ (2026-07-28: models that require the Workers Paid plan)",
     "https://developers.cloudflare.com/workers-ai/platform/errors/ (5007, 5035, 3040; last updated 2026-09-17)",
     "https://developers.cloudflare.com/workers-ai/features/prompt-caching/",
+    "https://developers.cloudflare.com/workers-ai/features/json-mode/ (read 2026-12-02: JSON mode does not stream)",
+    "cloudflare-docs src/content/workers-ai-models/<model>.json (each model's response_format, read 2026-12-02)",
+    "https://developers.cloudflare.com/workers-ai/features/reject-if-busy/ and changelog 2026-09-17 (rejectIfBusy: 429, 3040)",
     "github.com/cloudflare/ai packages/workers-ai-provider 4.0.0: src/streaming.ts, test/stream-text.test.ts",
 )
 
 Framing = Literal["native", "openai"]
+# What a turn may need of a model: tools, or an answer in a JSON mode (response_format).
+Capability = Literal["tools", "json_object", "json_schema"]
 # OpenAI's reasoning_effort values (what clients send), weakest first.
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
@@ -66,6 +71,29 @@ class Reasoning:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class JsonMode:
+    """How a model takes `response_format` (its page's input schema). `kinds`: the types it
+    takes; `streams`: whether it streams an answer in JSON mode (False: the Worker asks for
+    the whole answer and streams it on as one piece, docs/structured-outputs.md)."""
+
+    kinds: tuple[Literal["json_object", "json_schema"], ...] = ("json_object", "json_schema")
+    streams: bool = True
+    # "openai": `json_schema: {name, description?, schema, strict}` (the chat-completions
+    # schema family); "cloudflare": the JSON-mode page's `json_schema: <the schema itself>`.
+    shape: Literal["openai", "cloudflare"] = "openai"
+
+
+# The two families of the model pages' `response_format` (read 2026-12-02, docs/structured-outputs.md):
+# the chat-completions schemas take OpenAI's shape, and say nothing of streaming with it
+# (that vLLM streams guided decoding is this catalog's assumption, kept as each model's note
+# until a page says otherwise); the older "JSON Mode" schemas take Cloudflare's shape and
+# refuse a stream (the JSON-mode page: "JSON Mode currently doesn't support streaming";
+# 5023 "JSON Schema mode is not supported with stream mode", cloudflare/agents #1685).
+OPENAI_JSON = JsonMode()
+LEGACY_JSON = JsonMode(streams=False, shape="cloudflare")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Model:
     """A current model. `context_window` in tokens (None: its page states none); `paid_only`:
     refused on the Workers Free plan (5035); `ranges`: the sampling parameters its schema
@@ -78,6 +106,7 @@ class Model:
     context_window: int | None
     paid_only: bool = False
     prompt_caching: bool = False  # reports cached prompt tokens in its usage
+    json_mode: JsonMode | None = None  # None: it takes no response_format
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=lambda: _OPENAI_RANGES)
     note: str = ""
 
@@ -93,11 +122,12 @@ class Retired:
 
 
 def _openai(model_id: str, context_window: int | None, reasoning: Reasoning | None = None, **extra: object) -> Model:
-    settings: dict[str, object] = {"tools": True, "prompt_caching": True, **extra}
+    settings: dict[str, object] = {"tools": True, "prompt_caching": True, "json_mode": OPENAI_JSON, **extra}
     return Model(id=model_id, framing="openai", reasoning=reasoning, context_window=context_window, **settings)  # type: ignore[arg-type]
 
 
 _VLLM_THINKING = Reasoning(field="reasoning_content")
+_JSON_UNCHECKED = "response_format: its page was not checked yet (2026-12-02), so it is not offered one."
 _KIMI_THINKING = Reasoning(field="reasoning", switch="thinking")
 
 MODELS: tuple[Model, ...] = (
@@ -107,39 +137,43 @@ MODELS: tuple[Model, ...] = (
             note="A reported issue (cloudflare-docs #29731) says 131,072 tokens are enforced, not 256,000."),
     _openai("@cf/moonshotai/kimi-k2.6", 262_144, _KIMI_THINKING, paid_only=True),
     _openai("@cf/moonshotai/kimi-k2.7-code", 262_144, Reasoning(field="reasoning", switch=None, efforts=()), paid_only=True,
-            note="Reasoning is always on (its schema locks enable_thinking to true)."),
-    _openai("@cf/zai-org/glm-5.2", 262_144, _VLLM_THINKING, paid_only=True),
-    _openai("@cf/zai-org/glm-5.3", 1_310_720, _VLLM_THINKING, paid_only=True),
+            json_mode=None, note="Reasoning is always on (its schema locks enable_thinking to true). response_format: not checked yet."),
+    _openai("@cf/zai-org/glm-5.2", 262_144, _VLLM_THINKING, paid_only=True, json_mode=None, note=_JSON_UNCHECKED),
+    _openai("@cf/zai-org/glm-5.3", 1_310_720, _VLLM_THINKING, paid_only=True, json_mode=None, note=_JSON_UNCHECKED),
     _openai("@cf/zai-org/glm-5.3-flash", 1_310_720, Reasoning(field="reasoning_content", switch=None, efforts=("low", "high", "max")),
             paid_only=True, note="Reasoning cannot be turned off; unlisted efforts normalise to max."),
     _openai("@cf/deepseek-ai/deepseek-v4-flash-0731", 1_048_576,
             Reasoning(field="reasoning_content", switch=None, efforts=("none", "low", "high", "max")), paid_only=True),
-    _openai("@cf/deepseek-ai/deepseek-v4-pro-0813", 1_048_576, Reasoning(field="reasoning_content", switch=None), paid_only=True),
+    _openai("@cf/deepseek-ai/deepseek-v4-pro-0813", 1_048_576, Reasoning(field="reasoning_content", switch=None), paid_only=True,
+            json_mode=None, note=_JSON_UNCHECKED),
     _openai("@cf/qwen/qwen3.8-27b", 262_144, _VLLM_THINKING),
     _openai("@cf/nvidia/nemotron-3-120b-a12b", 256_000, _VLLM_THINKING),
     # Served the OpenAI way, with the native family's sampling ranges.
     # Their chat schema has no reasoning_effort (only the Responses input's reasoning.effort).
     _openai("@cf/openai/gpt-oss-120b", 128_000, Reasoning(field="reasoning_content", switch=None, efforts=()), ranges=_NATIVE_RANGES,
-            note="Reasoning cannot be turned off (its page). Whether the binding streams it, or answers whole, is not documented."),
+            json_mode=LEGACY_JSON,
+            note="Reasoning cannot be turned off (its page). Whether the binding streams it, or answers whole, is not documented. "
+                 "Its page's copies disagree on response_format (the newer: JSON Mode; workerd's types: OpenAI's shape)."),
     _openai("@cf/openai/gpt-oss-20b", 128_000, Reasoning(field="reasoning_content", switch=None, efforts=()), ranges=_NATIVE_RANGES,
-            note="As gpt-oss-120b."),
+            json_mode=LEGACY_JSON, note="As gpt-oss-120b."),
     _openai("@cf/qwen/qwen3-30b-a3b-fp8", 32_768, Reasoning(field="reasoning_content", switch=None, efforts=()),
-            ranges=_NATIVE_RANGES, prompt_caching=False),
+            ranges=_NATIVE_RANGES, prompt_caching=False, json_mode=LEGACY_JSON),
     Model(id="@cf/ibm-granite/granite-4.0-h-micro", framing="openai", reasoning=None, tools=False, context_window=131_000,
-          ranges=_NATIVE_RANGES),
+          ranges=_NATIVE_RANGES, json_mode=LEGACY_JSON, note="Its page's copies disagree on response_format (JSON Mode, or none)."),
     # Native frames: {"response": ...} events, usage in the last one.
     Model(id="@cf/meta/llama-3.3-70b-instruct-fp8-fast", framing="native", reasoning=None, tools=True, context_window=24_000,
-          ranges=_NATIVE_RANGES),
+          ranges=_NATIVE_RANGES, json_mode=LEGACY_JSON),
     Model(id="@cf/meta/llama-3.1-8b-instruct-fast", framing="native", reasoning=None, tools=False, context_window=None,
           ranges=_NATIVE_POSITIVE_PENALTIES, note="Its page states no context window and no function calling."),
     Model(id="@cf/meta/llama-4-scout-17b-16e-instruct", framing="native", reasoning=None, tools=True, context_window=131_000,
-          ranges=_NATIVE_POSITIVE_PENALTIES),
+          ranges=_NATIVE_POSITIVE_PENALTIES, json_mode=LEGACY_JSON),
     Model(id="@cf/mistralai/mistral-small-3.1-24b-instruct", framing="native", reasoning=None, tools=False,
-          context_window=128_000, ranges=_NATIVE_POSITIVE_PENALTIES),
+          context_window=128_000, ranges=_NATIVE_POSITIVE_PENALTIES, note="Its page has guided_json, not response_format."),
     Model(id="@cf/qwen/qwq-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()), tools=False,
           context_window=24_000, ranges=_NATIVE_POSITIVE_PENALTIES, note="Thinks inside the answer text."),
     Model(id="@cf/deepseek-ai/deepseek-r1-distill-qwen-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()),
-          tools=False, context_window=80_000, ranges=_NATIVE_RANGES, note="Thinks inside the answer text."),
+          tools=False, context_window=80_000, ranges=_NATIVE_RANGES, json_mode=LEGACY_JSON,
+          note="Thinks inside the answer text (so its JSON-mode answer may not be JSON alone). Listed on the JSON-mode page."),
 )
 
 # The changelog of 2026-05-08: eighteen models retired on 2026-05-30.
@@ -181,6 +215,24 @@ def lookup(model_id: str) -> Model | Retired | None:
 
 def current(model_id: str) -> Model | None:
     return _BY_ID.get(model_id)
+
+
+def can(model_id: str, capability: Capability) -> bool:
+    """Whether `model_id` can answer a turn that needs `capability`, as its catalog entry
+    says. An id the catalog does not list (ALLOW_UNLISTED_MODELS) is assumed to: the
+    operator chose it, and the binding's shared input type takes both."""
+    model = _BY_ID.get(model_id)
+    if model is None:
+        return True
+    if capability == "tools":
+        return model.tools
+    return model.json_mode is not None and capability in model.json_mode.kinds
+
+
+def json_mode(model_id: str) -> JsonMode | None:
+    """How `model_id` takes response_format (an unlisted id: the OpenAI shape, streamed)."""
+    model = _BY_ID.get(model_id)
+    return JsonMode() if model is None else model.json_mode
 
 
 def sampling_range(model_id: str, parameter: str) -> tuple[float, float]:
@@ -248,6 +300,7 @@ def _plain(entry: Model | Retired) -> dict[str, object]:
     if isinstance(entry, Model):
         plain["ranges"] = dict(entry.ranges)
         plain["reasoning"] = None if entry.reasoning is None else asdict(entry.reasoning)
+        plain["json_mode"] = None if entry.json_mode is None else asdict(entry.json_mode)
     return plain
 
 

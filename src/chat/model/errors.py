@@ -9,4 +9,4 @@ from sse import RATE_LIMIT_CODES, binding_error_code
 __all__ = ["MODEL_REFUSED_CODES", "RATE_LIMIT_CODES", "binding_error_code"]
 
 # The codes that say the model is not there for this account: our code for each.
-MODEL_REFUSED_CODES = {5007: "no_such_model", 5035: "model_requires_paid_plan"}
+MODEL_REFUSED_CODES = {5007: "model_misconfigured", 5035: "model_requires_paid_plan"}

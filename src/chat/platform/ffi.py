@@ -23,11 +23,35 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import js
-from pyodide.ffi import JsException, create_proxy, to_js
+from pyodide.ffi import JsException, JsProxy, create_proxy, to_js
+
+from chat.logs import line
 
 __all__ = [
-    "JsException", "ProxyScope", "import_js_module", "js_bytes", "js_object", "json_response", "keep_alive", "response",
+    "JsException", "ProxyScope", "abort_controller", "alarm", "as_js", "import_js_module", "js_bytes", "js_object", "json_response", "keep_alive", "response",
 ]
+
+
+def alarm(event: str, **fields: Any) -> None:
+    """A log line an operator should be alerted to: through console.error, so Workers Logs
+    records it at level "error" (what an alert filters on, docs/deploying.md), and with
+    `"level": "error"` in the line itself for any other reader."""
+    js.console.error(line(event, level="error", **fields))
+
+
+def as_js(value: Any) -> Any:
+    """`value` as a JS value that outlives the call it is passed to: a JS object as it is,
+    a Python one converted (dicts as plain objects). A Python object passed to JS as it is
+    becomes a borrowed proxy, destroyed when that call returns. The runtime's Python SDK
+    hands a service binding's results back as Python values (the local emulator's)."""
+    if isinstance(value, JsProxy):
+        return value
+    return to_js(value, dict_converter=js.Object.fromEntries)
+
+
+def abort_controller() -> Any:
+    """A new JS AbortController (its `signal` goes into a binding call's options)."""
+    return js.AbortController.new()
 
 
 def js_object(value: Mapping[str, Any]) -> Any:

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from chat.api.validation import ChatTurn, is_chat_id
+from chat.api.validation import is_chat_id
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
 from chat.resumable.formats import ReaderFormat
 from chat.resumable.protocol import Failure, ReadOrder, StartOrder
+from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
 from sse import parse_event_id

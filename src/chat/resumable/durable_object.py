@@ -31,6 +31,7 @@ from workers import DurableObject
 
 from chat.config import Config
 from chat.logs import log
+from chat.output.check import answer_check
 from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
@@ -130,7 +131,7 @@ class ChatStream(DurableObject):
         self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=order.kind.encoder(order.message_id),
                             max_padding=config.padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id,
-                            max_tokens=order.call.inputs.get("max_tokens"))
+                            max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output))
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
         relay = StreamRelay(
             upstream=upstream, lifecycle=lifecycle, keep_alive=self._keep_alive,

@@ -187,3 +187,74 @@ function asBytes(chunk) {
   if (chunk instanceof ArrayBuffer) return new Uint8Array(chunk);
   return null;
 }
+
+// A model asked for its whole answer (a JSON mode that does not stream, catalog.py's
+// JsonMode), as the stream of event-stream bytes every model call gives the relay: nothing
+// until Python delivers the answer (the relay pings meanwhile, and its idle timeout bounds
+// the wait), then the answer as one frame in the model's own framing, its usage, and
+// [DONE]. A failed call becomes an in-band error frame, which the normalizer reads as any
+// other (its code, never its text, reaches the client). Returns { readable, deliver(answer),
+// fail(message) }; either after the reader has gone is a no-op. `aborter`: the call's
+// AbortController, aborted when the reader leaves.
+export function wholeAnswer(aborter) {
+  const bytes = new TextEncoder();
+  const frame = (payload) => bytes.encode(`data: ${JSON.stringify(payload)}\n\n`);
+  let settle;
+  const outcome = new Promise((resolve) => {
+    settle = resolve; // the first settle wins: later ones are no-ops
+  });
+  let upstream = null; // a binding that streamed after all: its reader, read as it is pulled
+  const readable = new ReadableStream({
+    async pull(controller) {
+      if (upstream === null) {
+        const { answer, error } = await outcome;
+        if (error !== undefined) {
+          controller.enqueue(frame({ error }));
+          controller.close();
+          return;
+        }
+        if (typeof answer?.getReader !== "function") {
+          for (const payload of wholeAnswerFrames(answer)) controller.enqueue(frame(payload));
+          controller.enqueue(bytes.encode("data: [DONE]\n\n"));
+          controller.close();
+          return;
+        }
+        upstream = answer.getReader();
+      }
+      const { done, value } = await upstream.read();
+      if (done) controller.close();
+      else controller.enqueue(value);
+    },
+    cancel(reason) {
+      settle({ error: "cancelled" });
+      aborter?.abort(); // where the binding carries the signal, the model stops writing
+      return upstream?.cancel(reason);
+    },
+  });
+  return {
+    readable,
+    deliver: (answer) => settle({ answer }),
+    fail: (message) => settle({ error: String(message) }),
+  };
+}
+
+// A JSON-mode `response` is an object, not the string the types promise (the JSON-mode
+// page's example; workers-sdk #12398): it is the answer, serialized.
+const answerText = (value) => (typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value));
+
+function* wholeAnswerFrames(answer) {
+  const choice = Array.isArray(answer?.choices) ? answer.choices[0] : undefined;
+  if (choice !== undefined) {
+    // OpenAI's completion: its message becomes one chunk's delta.
+    const message = choice?.message ?? {};
+    const delta = {};
+    for (const field of ["reasoning_content", "reasoning"]) if (typeof message[field] === "string") delta[field] = message[field];
+    delta.content = answerText(message.content);
+    if (Array.isArray(message.tool_calls)) delta.tool_calls = message.tool_calls.map((call, index) => ({ index, ...call }));
+    yield { choices: [{ index: 0, delta, finish_reason: choice?.finish_reason ?? null }] };
+    if (answer.usage) yield { choices: [], usage: answer.usage };
+    return;
+  }
+  yield { response: answerText(answer?.response), ...(Array.isArray(answer?.tool_calls) ? { tool_calls: answer.tool_calls } : {}) };
+  if (answer?.usage) yield { response: "", usage: answer.usage };
+}

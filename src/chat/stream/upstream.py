@@ -11,7 +11,8 @@ from chat.config import Config
 from chat.logs import log
 from chat.model.call import CallOverlaps, ModelCall
 from chat.model.errors import MODEL_REFUSED_CODES, RATE_LIMIT_CODES, binding_error_code
-from chat.platform.ffi import JsException, js_object
+from chat.platform.ffi import JsException, abort_controller, alarm, as_js, js_object
+from chat.stream.relay import load_plumbing, plumbing
 from chat.web.errors import ApiError
 
 # A gateway log id is a short token (a ULID today); anything else is not copied anywhere.
@@ -34,7 +35,7 @@ def _classify(exc: BaseException, config: Config) -> tuple[ApiError, dict[str, A
     code = binding_error_code(str(exc)) if isinstance(exc, JsException) else None
     if code in RATE_LIMIT_CODES:
         headers = {"retry-after": str(config.retry_after_s)}
-        return ApiError("rate_limited", headers=headers), {"reason": "rate_limited", "binding_code": code}
+        return ApiError("model_busy", headers=headers), {"reason": "model_busy", "binding_code": code}
     if code in MODEL_REFUSED_CODES:
         return ApiError(MODEL_REFUSED_CODES[code]), {"reason": "model_refused", "binding_code": code}
     # Clients see the table's generic message; the provider's own text goes to the log
@@ -67,24 +68,36 @@ async def start_model_stream(
     Raises ApiError (400 or 403 for a model Workers AI refuses, 429, 502 or 504) when none
     starts.
     """
-    js_options = js_object(call.options)
+    models = call.models or config.models
     failures: list[ApiError] = []
-    for attempt, model in enumerate(call.models or config.models):
+    for attempt, model in enumerate(models):
         began = time.monotonic()
+        inputs = call.inputs_for(model)
+        whole = inputs.get("stream") is False  # a JSON mode that does not stream (chat.model.call)
+        # rejectIfBusy (workers-ai/features/reject-if-busy, changelog 2026-09-17): a busy
+        # model answers at once with 3040 instead of queueing for capacity, so a call with a
+        # fallback to go to fails over without the wait. The last model tried queues.
+        options = {**call.options, "rejectIfBusy": True} if attempt < len(models) - 1 else dict(call.options)
+        aborter = abort_controller()
         # One future for the call, waited on with asyncio.wait: at the deadline it is
         # neither cancelled nor marked for logging (a cancelled shield would have asyncio
         # print a late failure's whole provider message), and it can still be awaited
-        # for its late stream. The binding may hand back a coroutine: awaited only once.
+        # for its late stream.
         overlap = _overlaps.begin()
-        start = asyncio.ensure_future(ai.run(model, js_object(call.inputs_for(model)), js_options))
+        start = asyncio.ensure_future(_run(ai, model, js_object(inputs), options, aborter, request_id))
         try:
             finished, _ = await asyncio.wait({start}, timeout=config.start_timeout_ms / 1000)
         except BaseException:
             _overlaps.end(overlap)
             raise
         try:
+            if whole and (not finished or start.exception() is None):
+                # Still writing its whole answer at the deadline, or done: the answer
+                # streams from here, pinged while it is written (relay.mjs wholeAnswer).
+                return await _whole_answer(start, model, overlap, aborter, keep_alive)
             if not finished:
                 start.add_done_callback(lambda _, late=overlap: _overlaps.end(late))
+                aborter.abort()  # where the binding carries the signal, the call itself stops
                 keep_alive(_cancel_when_it_arrives(start, request_id, model))
                 raise TimeoutError
             stream = start.result()
@@ -95,6 +108,11 @@ async def start_model_stream(
             failures.append(failure)
             log("chat_start_failed", request_id=request_id, model=model, attempt=attempt,
                 status=failure.status, code=failure.code, ms=_ms_since(began), **detail)
+            if failure.code == "model_misconfigured":
+                # The configuration names a model Workers AI does not serve: every request
+                # that reaches it fails over or fails, until the operator changes it.
+                alarm("model_not_served", request_id=request_id, model=model, binding_code=detail.get("binding_code"),
+                      setting="MODEL" if model == config.model else "FALLBACK_MODELS")
             continue
         except BaseException:
             _overlaps.end(overlap)
@@ -111,6 +129,54 @@ async def start_model_stream(
             gateway_log_id = None
         return Started(model, stream, gateway_log_id)
     raise _reported(failures)
+
+
+async def _whole_answer(
+    start: asyncio.Future[Any], model: str, overlap: int, aborter: Any, keep_alive: Callable[[Awaitable[None]], None],
+) -> Started:
+    await load_plumbing()
+    handle = plumbing().wholeAnswer(aborter)  # a reader that leaves aborts the call
+    # The gateway's log id is not read: the call may still overlap others when it ends.
+    start.add_done_callback(lambda _: _overlaps.end(overlap))
+
+    async def deliver() -> None:
+        try:
+            handle.deliver(as_js(await start))
+        except JsException as exc:
+            handle.fail(str(exc))  # read for its code only (the normalizer), like any in-band error
+
+    keep_alive(deliver())
+    return Started(model, handle.readable, None)
+
+
+# Whether this isolate's AI binding takes an AbortSignal. workerd's AI binding passes
+# `signal` to its fetch (cloudflare/workerd 7bf83794b, 2026-03-22), but a binding reached
+# over JSRPC refuses one ("DataCloneError: AbortSignal serialization is not enabled", as the
+# local emulator's service binding does in workerd 1.20261117.1 without the experimental
+# enable_abortsignal_rpc flag), and the AI binding is moving to JSRPC (the review of workerd
+# PR #6379). So the first refusal turns signals off for the isolate, and that call goes again
+# without one: nothing was sent, since the arguments failed to serialize.
+_binding_takes_signals = True
+
+
+async def _run(ai: Any, model: str, inputs: Any, options: dict[str, Any], aborter: Any, request_id: str) -> Any:
+    global _binding_takes_signals
+    if _binding_takes_signals:
+        signalled = js_object(options)
+        signalled.signal = aborter.signal
+        try:
+            return await ai.run(model, inputs, signalled)
+        except JsException as exc:
+            if not _is_signal_refusal(exc):
+                raise
+            _binding_takes_signals = False
+            log("ai_signal_not_carried", request_id=request_id, model=model)
+    return await ai.run(model, inputs, js_object(options))
+
+
+def _is_signal_refusal(exc: JsException) -> bool:
+    head = str(exc)[:200]
+    return "DataCloneError" in head and "AbortSignal" in head
 
 
 def _reported(failures: list[ApiError]) -> ApiError:

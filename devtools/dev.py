@@ -29,6 +29,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -110,6 +112,20 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
         "compatibility_date": compatibility_date,
         "vars": variables,
     }
+
+
+def stop_when_orphaned() -> None:
+    """SIGTERM this launcher once its parent is gone (it is then adopted by another process),
+    so a runtime started by a test run that was killed does not outlive it: the launcher's
+    SIGTERM handler stops its children as on any stop."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def free_port() -> int:
@@ -201,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    stop_when_orphaned()
     try:
         return wrangler.wait()
     except KeyboardInterrupt:

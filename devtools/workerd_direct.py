@@ -56,7 +56,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as a script: make `devtools` importable
     sys.path.insert(0, str(ROOT))
 
-from devtools.dev import BUNDLE, DEV_FLAGS, EMULATOR_NAME, argument_parser, emulator_config, parse_args  # noqa: E402
+from devtools.dev import BUNDLE, DEV_FLAGS, EMULATOR_NAME, argument_parser, emulator_config, parse_args, stop_when_orphaned  # noqa: E402
 
 WORKERD = Path(os.environ.get("WORKERD_REAL_PATH", ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"))
 BUNDLE_DIR = Path(os.environ.get("PYODIDE_BUNDLE_DIR", BUNDLE.parent))
@@ -327,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, interrupted)
+    stop_when_orphaned()
     deadline = time.monotonic() + READY_TIMEOUT_S
     try:
         port = listening_port(workerd, control, deadline)

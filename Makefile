@@ -31,6 +31,14 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --group dev
 	@touch $@
 
+# instructor, for its structured-outputs test only, in a venv of its own: instructor 1.17.0
+# (the latest, 2026-09) pins jiter<0.15, and the openai 3.57 of .venv needs jiter>=0.16.
+INSTRUCTOR_VENV := .venv-instructor
+$(INSTRUCTOR_VENV)/.installed: Makefile
+	$(PYTHON) -m venv $(INSTRUCTOR_VENV)
+	$(INSTRUCTOR_VENV)/bin/python -m pip install --quiet "instructor==1.17.0" "openai==3.3.0" "pydantic==2.14.4"
+	@touch $@
+
 node_modules/.installed: package.json package-lock.json $(VENV)/.installed
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
@@ -56,7 +64,7 @@ check: setup browser lint
 # Everything, as CI runs it. Branch coverage of the pure modules (pyproject.toml's
 # [tool.coverage.run]) is reported and gated at what they reach; the ten slowest tests and the
 # runtimes started are printed every run, so growth is seen when it happens.
-test: setup browser lint
+test: setup browser lint $(INSTRUCTOR_VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
 		--durations=10 $(PYTEST_ARGS)
 

@@ -7,7 +7,9 @@ at its budget. The emulator answers a schema with JSON built from it (docs/emula
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 import openai
@@ -19,6 +21,7 @@ from tests.harness.client import chat
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import done_frame, generated, native_frame, script, usage_frame
 
+ROOT = Path(__file__).resolve().parents[2]
 MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI's response_format, streamed
 LEGACY = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # Cloudflare's JSON mode: answers whole
 
@@ -201,3 +204,20 @@ async def test_a_model_that_takes_no_response_format_is_left_out_or_refused_when
     named = await http.post(runtime.url + "/v1/chat/completions", json={
         "model": "@cf/mistralai/mistral-small-3.1-24b-instruct", "messages": user("x"), "response_format": STRICT_ORDER})
     assert named.status_code == 400 and named.json()["error"]["param"] == "response_format"
+
+
+INSTRUCTOR = ROOT / ".venv-instructor" / "bin" / "python"
+
+
+def test_instructor_in_json_schema_mode_and_in_its_default_tools_mode(start_runtime):
+    # instructor needs an older openai than the rest of the suite: its own venv (the Makefile).
+    assert INSTRUCTOR.exists(), "run `make test`, which builds .venv-instructor"
+    runtime = start_runtime(STRUCTURED)
+    mark = len(runtime.lines)
+    done = subprocess.run([str(INSTRUCTOR), str(Path(__file__).with_name("read_with_instructor.py")), runtime.url, MODEL],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)
+    assert {mode: Order.model_validate(order) for mode, order in results.items()}.keys() == {"json_schema_mode", "tool_call"}
+    sent = ai_runs(runtime, mark)
+    assert sent[0]["response_format"]["type"] == "json_schema" and sent[1]["tools"], "one answer to a schema, one tool call"

@@ -1239,7 +1239,7 @@ function describeCall(inputs, options) {
 
 // The log id of the most recent run through a gateway, as `env.AI.aiGatewayLogId` gives it.
 // A method here, not a property: Python Workers wrap a service binding so that only its
-// methods cross RPC (chat/upstream.py reads either).
+// methods cross RPC (chat/stream/upstream.py reads either).
 let lastGatewayLogId = null;
 
 export default class WorkersAIEmulator extends WorkerEntrypoint {

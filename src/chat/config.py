@@ -118,7 +118,7 @@ def check_models(models: tuple[str, ...], *, allow_unlisted: bool) -> None:
         entry = catalog.lookup(model_id)
         if isinstance(entry, catalog.Retired):
             instead = f"; Workers AI now answers it with {entry.aliased_to}" if entry.aliased_to else ""
-            raise ConfigError(f"{name}: {model_id} was retired by Workers AI on {entry.retired}{instead} (chat/catalog.py lists current models)")
+            raise ConfigError(f"{name}: {model_id} was retired by Workers AI on {entry.retired}{instead} (src/chat/model/catalog.py lists current models)")
         if entry is None and not allow_unlisted:
-            raise ConfigError(f"{name}: {model_id[:100]} is not in the model catalog (chat/catalog.py); "
+            raise ConfigError(f"{name}: {model_id[:100]} is not in the model catalog (src/chat/model/catalog.py); "
                               "set ALLOW_UNLISTED_MODELS to true to use it anyway")

@@ -17,6 +17,7 @@ from ._errors import (
 from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
+from ._numbering import FAST_PATH_MAX_CHARS, FrameNumberer
 from ._openai_encoder import (
     SKIPPED_HEADER,
     OpenAIChunkEncoder,
@@ -42,6 +43,7 @@ __all__ = [
     "DEFAULT_MAX_PADDING",
     "ERROR_CODES",
     "ERROR_MESSAGES",
+    "FAST_PATH_MAX_CHARS",
     "MAX_PADDING",
     "MAX_TOOL_ARGUMENT_CHARS",
     "MAX_TOOL_CALL_CHARS",
@@ -53,6 +55,7 @@ __all__ = [
     "EventNumberer",
     "EventReader",
     "EventStreamParser",
+    "FrameNumberer",
     "JSONDepthError",
     "KNOWN_FINISH_REASONS",
     "LineTooLongError",

@@ -155,7 +155,7 @@ def _is_count(value: object) -> bool:
 
 def _cached_tokens(usage: dict[str, Any]) -> int | None:
     # Prompt caching reports the prompt tokens read from the prefix cache here, as
-    # OpenAI does (the output schemas of Workers AI's model pages; chat/catalog.py). More
+    # OpenAI does (the output schemas of Workers AI's model pages; chat/model/catalog.py). More
     # cached than prompt tokens is not a count of anything: left out.
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and _is_count(details.get("cached_tokens")):

@@ -1,6 +1,6 @@
 """What a resumable answer keeps in memory (chat.resumable.live: the batch not yet written,
 the tail served to readers, the pushes to followers), how its frames are numbered once
-per chunk (chat.resumable.numbering), and how a batch of events is written in one
+per chunk (sse.FrameNumberer), and how a batch of events is written in one
 statement (chat.resumable.store, run here on CPython's SQLite: the same engine and SQL as
 a Durable Object's)."""
 
@@ -13,13 +13,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from chat.resumable import numbering
 from chat.resumable.answer import AnswerRow
 from chat.resumable.formats import AnswerKind
 from chat.resumable.live import MAX_QUEUED_BYTES, PAGE_CHARS, PAGE_SIZE, LiveTail, WriteBatch, takes_push
-from chat.resumable.numbering import FAST_PATH_MAX_CHARS, FrameNumberer
 from chat.resumable.store import MAX_BATCH_BYTES, AnswerStore
-from sse import EventNumberer, LineTooLongError, ReframerStats, SSEEncoder, StoredEvent, UIMessageStreamEncoder
+from sse import (
+    FAST_PATH_MAX_CHARS,
+    EventNumberer,
+    FrameNumberer,
+    LineTooLongError,
+    ReframerStats,
+    SSEEncoder,
+    StoredEvent,
+    UIMessageStreamEncoder,
+)
+from sse import _numbering as numbering
 from tests.sse.support import three_ways
 
 

@@ -9,7 +9,7 @@ This module is glue: what happens when is decided by the answer's state machine
 The answer is made exactly as on /api/chat: the model stream goes through a StreamRelay
 (so the lifecycle's rules, pings aside, are the same), but the relay's output goes to a
 sink here instead of to one client. The sink numbers the events of each chunk
-(numbering.FrameNumberer) and writes them in batches, one statement each, at most one
+(sse.FrameNumberer) and writes them in batches, one statement each, at most one
 per live.WRITE_INTERVAL_S while the answer streams (each write is a commit, which costs
 the object far more than the statement); only written events go to the readers' feed
 (readers.Feed), which keeps the newest in memory and pushes them to the readers
@@ -36,7 +36,6 @@ from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
 from chat.resumable.live import WriteBatch
-from chat.resumable.numbering import FrameNumberer
 from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
 from chat.resumable.readers import Feed, Reader
 from chat.resumable.store import AnswerStore
@@ -44,7 +43,7 @@ from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import start_model_stream
 from chat.web.errors import ApiError
-from sse import ERROR_MESSAGES, Reframer, StoredEvent
+from sse import ERROR_MESSAGES, FrameNumberer, Reframer, StoredEvent
 
 # How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
 STOP_WAIT_S = 2.0

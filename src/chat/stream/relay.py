@@ -24,7 +24,7 @@ from chat.stream.lifecycle import StreamLifecycle
 # A network chunk larger than this is fed in slices of this size, so one huge chunk never
 # costs several times its size in Pyodide's memory at once (its text and output on top
 # of its bytes: the wasm heap grows to its peak and never shrinks). relay.mjs slices the
-# streamed path's chunks by it; chat/collect.py the collected path's.
+# streamed path's chunks by it; chat/stream/collect.py the collected path's.
 MAX_FEED_BYTES = 64 * 1024
 
 _plumbing: Any = None  # relay.mjs, once load_plumbing() has imported it

@@ -2,7 +2,7 @@
 
 Codes, statuses and generic messages come from one table (sse.ERROR_CODES); each API
 surface renders an ApiError in its own shape (this module: `{"error": {"code",
-"message"}, "request_id"}`; `openai_api`: OpenAI's).
+"message"}, "request_id"}`; chat.api.openai: OpenAI's).
 """
 
 from __future__ import annotations

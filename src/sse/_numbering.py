@@ -1,17 +1,16 @@
-"""Numbering the answer's events as its frames come out of the relay, once per chunk: the
-same events, ids and errors as sse.EventNumberer, with a fast path for the chunks our
+"""Numbering an answer's frames as they come out of the relay, once per chunk: the same
+events, ids and errors as EventNumberer, with a fast path for the chunks this package's
 encoders write, so that the commonest chunk is not parsed line by line a second time.
-
-TODO(src/sse): this fast path belongs in sse.EventNumberer; it lives here while src/sse is
-being rewritten. tests/chat/test_resumable_live.py checks it against EventNumberer.
-"""
+tests/chat/test_resumable_live.py checks it against EventNumberer."""
 
 from __future__ import annotations
 
-from sse import EventNumberer, StoredEvent
+from ._replay import EventNumberer, StoredEvent
+
+__all__ = ["FAST_PATH_MAX_CHARS", "FrameNumberer"]
 
 # Larger chunks take the general path, whose line and event caps (at least 256 Ki
-# characters; sse._replay) a chunk this short can never reach.
+# characters, above) a chunk this short can never reach.
 FAST_PATH_MAX_CHARS = 64 * 1024
 
 

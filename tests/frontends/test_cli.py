@@ -186,7 +186,7 @@ def test_the_token_is_sent_as_a_bearer_token_from_the_flag_or_chat_token(replay)
 def test_rate_limiting_is_a_stream_error_that_says_when_to_retry(start_runtime):
     runtime = start_runtime(RATE_LIMITED)
     result = run_cli("--url", runtime.url, QUESTION)
-    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: rate_limited", "")
+    assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: model_busy", "")
     error_line = result.stderr.splitlines()[0]
     assert error_line.startswith("error: ") and error_line.endswith(", retry after 10 s)")
     assert "Capacity" not in result.stderr, "no provider detail reaches the client"

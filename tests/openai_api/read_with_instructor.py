@@ -6,22 +6,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Literal
 
 import instructor
 from openai import OpenAI
-from pydantic import BaseModel
-
-
-class Item(BaseModel):
-    name: str
-    quantity: int
-
-
-class Order(BaseModel):
-    id: str
-    items: list[Item]
-    status: Literal["open", "shipped"]
+from order import Order  # beside this script, on its path as the script's own folder
 
 
 def main(url: str, model: str) -> None:

@@ -10,31 +10,20 @@ import json
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import openai
 import pytest
 from openai import AsyncOpenAI
-from pydantic import BaseModel
 
 from tests.harness.client import chat
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import done_frame, generated, native_frame, script, usage_frame
+from tests.openai_api.order import Order
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL: OpenAI's response_format, streamed
 LEGACY = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # Cloudflare's JSON mode: answers whole
-
-
-class Item(BaseModel):
-    name: str
-    quantity: int
-
-
-class Order(BaseModel):
-    id: str
-    items: list[Item]
-    status: Literal["open", "shipped"]
 
 
 ORDER_SCHEMA = {

@@ -84,3 +84,9 @@ def test_an_upstream_that_ends_early_is_incomplete_whatever_the_check_says() -> 
     check = Recording()
     events = run(native('{"a": 1}', done=False), check)
     assert events[-1][1]["code"] == "upstream_incomplete" and check.asked == 0
+
+
+def test_a_finish_reason_of_tool_calls_without_any_call_is_judged_as_any_answer() -> None:
+    check = Recording("output_not_json")
+    events = run(openai({"content": "not json"}, finish="tool_calls"), check)
+    assert events[-1][0] == "error" and events[-1][1]["code"] == "output_not_json" and check.asked == 1

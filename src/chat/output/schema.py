@@ -75,11 +75,14 @@ MAX_PATTERN_CHARS = 256
 # one member of an object read with no schema to check it, one pair of values compared with
 # an enum's array or object. A plain check takes a step or two per value. An answer within
 # the Paid plan's default 30 s of CPU has some 90,000 to 230,000 tokens at most (re-framing costs
-# 130 to 350 ms per 1,000: docs/cpu.md), a few hundred thousand values. Past that the work
-# grows faster than the answer (a branch that fails late has its subtree checked again by
-# the next, recursive schemas): it stops here, after 1.2 to 2 s of CPU on CPython (measured
-# 2026-12-02 on the busy 2-core test machine), less than such an answer cost to stream.
-MAX_CHECK_STEPS = 1_000_000
+# 130 to 350 ms per 1,000: docs/cpu.md). Past the bound the work grows faster than the
+# answer (a branch that fails late has its subtree checked again by the next, recursive
+# schemas). The check runs on the isolate's one thread, so every other stream waits while
+# it does: the attack of 2026-12-02 made a 164-character answer to an anyOf schema cost
+# 3.6 s in workerd at 1,000,000 steps, and stalled a stream beside it. 200,000 steps is
+# about 0.7 s there, and more values than a 1,000,000-character answer (check.py) holds
+# in any plain shape.
+MAX_CHECK_STEPS = 200_000
 
 TYPES = ("string", "number", "integer", "boolean", "object", "array", "null")
 

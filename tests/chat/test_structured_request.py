@@ -103,3 +103,15 @@ def test_json_object_is_asked_as_json_object_of_every_model():
 def test_an_unlisted_model_is_assumed_to_take_the_openai_shape():
     assert catalog.can("@cf/someone/new", "json_schema") and catalog.json_mode("@cf/someone/new") == catalog.OPENAI_JSON
     assert not catalog.can(MISTRAL, "json_object") and catalog.can(LLAMA, "json_object")
+
+
+def test_integers_past_what_js_holds_exactly_are_sent_as_floats():
+    # zod's z.int() writes these bounds; as ints Pyodide would make them BigInts, which the
+    # binding's JSON.stringify refuses.
+    bounded = {**SCHEMA, "properties": {"id": {"type": "integer", "minimum": -(2**53 - 1), "maximum": 2**53 - 1, "multipleOf": 3}}}
+    fmt = {"type": "json_schema", "json_schema": {"name": "n", "schema": bounded, "strict": True}}
+    turn = validate_chat({"messages": USER, "response_format": fmt}, CONFIG)
+    sent = model_call(turn, CONFIG, request_id="r", route="chat", client=None).inputs_for(GLM)["response_format"]["json_schema"]["schema"]
+    limits = sent["properties"]["id"]
+    assert (limits["minimum"], limits["maximum"], limits["multipleOf"]) == (-(2.0**53 - 1), 2.0**53 - 1, 3)
+    assert isinstance(limits["maximum"], float) and isinstance(limits["multipleOf"], int)

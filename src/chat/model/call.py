@@ -60,13 +60,14 @@ def output_inputs(model: str, output: OutputFormat | None) -> dict[str, Any]:
     mode = catalog.json_mode(model)
     if output is None or output.kind == "text" or mode is None:
         return {}
+    schema = _js_numbers(output.schema or {})
     inputs: dict[str, Any] = {}
     if output.kind == "json_object":
         inputs["response_format"] = {"type": "json_object"}
     elif mode.shape == "cloudflare":
-        inputs["response_format"] = {"type": "json_schema", "json_schema": dict(output.schema or {})}
+        inputs["response_format"] = {"type": "json_schema", "json_schema": schema}
     else:
-        spec: dict[str, Any] = {"name": output.name, "schema": dict(output.schema or {}), "strict": output.strict}
+        spec: dict[str, Any] = {"name": output.name, "schema": schema, "strict": output.strict}
         if output.description is not None:
             spec["description"] = output.description
         inputs["response_format"] = {"type": "json_schema", "json_schema": spec}
@@ -109,6 +110,21 @@ def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, c
         options["gateway"] = gateway
     return ModelCall(inputs=turn.model_inputs(config.system_prompt), models=turn.models, reasoning_effort=turn.reasoning_effort,
                      options=options, output=turn.output)
+
+
+# Pyodide hands an int of magnitude 2**53 - 1 or more to JS as a BigInt, which the binding's
+# JSON.stringify refuses, failing every model (the attack of 2026-12-02: zod's z.int()
+# bounds are exactly +-(2**53 - 1)). As floats they are the numbers JSON means in JS.
+_JS_SAFE_INT = 2**53 - 1
+
+
+def _js_numbers(schema: Mapping[str, Any]) -> dict[str, Any]:
+    # A checked schema: at most 16 KiB and MAX_JSON_DEPTH deep, so json's own recursion is bounded.
+    def number(text: str) -> int | float:
+        value = int(text)
+        return float(value) if abs(value) >= _JS_SAFE_INT else value
+
+    return json.loads(json.dumps(schema), parse_int=number)  # type: ignore[no-any-return]
 
 
 def session_key(turn: ChatTurn, client: str | None) -> str:

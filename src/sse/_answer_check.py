@@ -14,6 +14,10 @@ __all__ = ["AnswerCheck"]
 
 
 class AnswerCheck(Protocol):
+    # Whether the request offered tools: an answer that called them has its final text
+    # still to come, and is not judged. Without tools offered, a call is not the answer.
+    tools_offered: bool
+
     def feed(self, text: str) -> None:
         """A piece of the answer's text, as the client is sent it."""
 

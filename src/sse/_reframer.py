@@ -292,10 +292,12 @@ class Reframer:
         # The terminal of an answer the upstream finished: `done`, unless the answer check
         # rejects what the model ended of its own accord. A cut is reported as the cut it
         # is (the client is told it is incomplete), and an answer that called tools has
-        # its text still to come: one that made calls, not one that only says it did.
+        # its text still to come: one that called tools it was offered, not one that only
+        # says it did, or called a tool nobody offered.
         stats = self.stats
-        if self._check is not None and stats.finish_reason not in CUT_SHORT_REASONS and not stats.tool_calls:
-            code = self._check.verdict()
+        check = self._check
+        if check is not None and stats.finish_reason not in CUT_SHORT_REASONS and not (stats.tool_calls and check.tools_offered):
+            code = check.verdict()
             if code is not None:
                 return self._error(code)
         self._end()

@@ -16,8 +16,9 @@ from tests.sse.test_sse_reframer import MODEL, USAGE, native, openai
 class Recording:
     """Records what it is fed; rejects with `code` (None: accepts)."""
 
-    def __init__(self, code: str | None = None) -> None:
+    def __init__(self, code: str | None = None, *, tools_offered: bool = True) -> None:
         self.code = code
+        self.tools_offered = tools_offered
         self.pieces: list[str] = []
         self.asked = 0
 
@@ -90,3 +91,12 @@ def test_a_finish_reason_of_tool_calls_without_any_call_is_judged_as_any_answer(
     check = Recording("output_not_json")
     events = run(openai({"content": "not json"}, finish="tool_calls"), check)
     assert events[-1][0] == "error" and events[-1][1]["code"] == "output_not_json" and check.asked == 1
+
+
+def test_an_answer_that_called_a_tool_nobody_offered_is_judged() -> None:
+    check = Recording("output_not_json", tools_offered=False)
+    call = {"tool_calls": [{"index": 0, "id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    events = run(openai({"content": "prose"}, call, finish="tool_calls"), check)  # type: ignore[arg-type]
+    assert events[-1][0] == "error" and events[-1][1]["code"] == "output_not_json" and check.asked == 1
+    offered = Recording("output_not_json", tools_offered=True)
+    assert run(openai({"content": "prose"}, call, finish="tool_calls"), offered)[-1][0] == "done", "offered: its answer is to come"  # type: ignore[arg-type]

@@ -146,7 +146,7 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
     started = await _start_model(edge, exchange, admitted, request.turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.turn.stop, max_tokens=max_tokens,
                         encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id,
-                        answer_check=answer_check(request.turn.output))
+                        answer_check=answer_check(request.turn.output, tools_offered=bool(request.turn.tool_inputs)))
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
     timeouts = replace(config.timeouts, ping_interval=math.inf)
@@ -176,7 +176,7 @@ async def _stream(
     started = await _start_model(edge, exchange, admitted, turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=turn.stop, max_tokens=turn.max_tokens,
                         max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id,
-                        answer_check=answer_check(turn.output))
+                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)))
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
         upstream=started.stream, lifecycle=lifecycle, keep_alive=edge.keep_alive,

@@ -20,7 +20,8 @@ MAX_CHECKED_CHARS = 1_000_000
 class JsonAnswerCheck:
     """Collects an answer's text and judges it once whole."""
 
-    def __init__(self, output: OutputFormat) -> None:
+    def __init__(self, output: OutputFormat, *, tools_offered: bool = False) -> None:
+        self.tools_offered = tools_offered
         self._object_only = output.kind == "json_object"
         self._schema: CompiledSchema | None = None
         if output.kind == "json_schema" and output.strict and output.schema is not None:
@@ -59,6 +60,6 @@ class JsonAnswerCheck:
         return None
 
 
-def answer_check(output: OutputFormat | None) -> JsonAnswerCheck | None:
+def answer_check(output: OutputFormat | None, *, tools_offered: bool = False) -> JsonAnswerCheck | None:
     """The check for a turn's output format; None for text, which is never checked."""
-    return None if output is None or output.kind == "text" else JsonAnswerCheck(output)
+    return None if output is None or output.kind == "text" else JsonAnswerCheck(output, tools_offered=tools_offered)

@@ -130,7 +130,7 @@ class ChatStream(DurableObject):
         self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=order.kind.encoder(order.message_id),
                             max_padding=config.padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id,
-                            max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output))
+                            max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output, tools_offered=bool(order.call.inputs.get("tools"))))
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
         relay = StreamRelay(
             upstream=upstream, lifecycle=lifecycle, keep_alive=self._keep_alive,

@@ -2,8 +2,8 @@
 r"""Ask the chat Worker one question and print the answer while it streams.
 
     python clients/chat_cli.py [--url URL] [--history FILE.json] [--tools FILE.json]
-                               [--cancel-after N] [--timeout S] [--raw | --resume]
-                               [--token T] "question"
+                               [--image FILE ...] [--cancel-after N] [--timeout S]
+                               [--raw | --resume] [--token T] "question"
 
 stdout gets the answer text as it arrives, plus a final newline when the text did not
 end with one; so `... > answer.txt` keeps just the answer, byte for byte. On a terminal
@@ -43,7 +43,7 @@ When the server gave a message (an `error` event, a JSON error body) it comes on
 before the status line, as `error: MESSAGE (request ID[, retry after S s])`. When stderr is
 a terminal these lines are written in reverse video (SGR 7), which model text cannot
 produce, and always start a line of their own. Exit status 2 means bad usage or an
-unreadable --history or --tools file (nothing is sent then).
+unreadable --history, --tools or --image file (nothing is sent then).
 `chars` counts Unicode code points.
 --timeout bounds the wait for each next event; `: ping` keep-alives do not count as events.
 --token defaults to the CHAT_TOKEN environment variable (a flag shows up in `ps`).
@@ -76,12 +76,27 @@ when it is complete, as one JSON line on its own,
 with `"input": null` and an `input_error` when the arguments are not a JSON object. A history
 file may hold earlier calls and results (assistant messages with `tool_calls`, `tool`
 messages with `tool_call_id`): they are sent as they are.
+
+--image FILE (repeatable) attaches an image to the question: the user message becomes a
+list of OpenAI content parts, the question's text part first, then one part per image in
+the order given, `{"type": "image_url", "image_url": {"url": "data:image/png;base64,..."}}`,
+its media type the one the bytes show. Each file is checked before anything is sent, by
+the Worker's own reader (src/chat/api/images.py, imported from the repository, and only
+when a run has images): a PNG, JPEG, WebP or GIF, sniffed from the bytes, its header whole,
+at most MAX_IMAGE_BYTES (5 MiB) each, MAX_REQUEST_IMAGE_BYTES (6 MiB) in all, MAX_IMAGES (8),
+MAX_IMAGE_SIDE (8192) pixels a side and MAX_IMAGE_PIXELS (4096*4096) in all. A file past one
+is a usage error naming it (exit 2). The history file keeps each image as its data URL,
+with its file name (`"filename"`, not sent). Each request holds at most the Worker's bounds
+however long the conversation: its images, the question's first, then the history's
+newest first, are sent while they fit (8 images, 6 MiB); from the first that does not,
+each older one is sent as a text part in its place, "[image not re-sent: cat.png, a 3×2 PNG]".
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import codecs
 import dataclasses
 import io
@@ -92,7 +107,9 @@ import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from importlib import import_module
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Protocol
 
 import httpx
@@ -689,8 +706,10 @@ class ToolsError(ValueError):
 def read_history(path: Path) -> list[dict[str, Any]]:
     """Earlier turns: a JSON list of {"role", "content"} objects, or {"messages": [...]}; an
     assistant turn with `tool_calls` may have null content, and `tool_calls` and
-    `tool_call_id` are kept as they are (the Worker checks them). Raises OSError, or
-    ValueError (HistoryError, JSONDecodeError) saying what is wrong."""
+    `tool_call_id` are kept as they are (the Worker checks them). A user turn's content may
+    be a list of parts, text and image_url (with the "filename" this CLI keeps); its images
+    are read by `sendable`. Raises OSError, or ValueError (HistoryError, JSONDecodeError)
+    saying what is wrong."""
     if not path.exists():
         return []  # a new conversation: written when its first answer completes
     payload = json.loads(path.read_text(encoding="utf-8"))
@@ -703,19 +722,155 @@ def read_history(path: Path) -> list[dict[str, Any]]:
         if not (isinstance(message, dict) and isinstance(message.get("role"), str)):
             raise HistoryError(f"message {index} needs a string \"role\"")
         content = message.get("content")
-        if not (isinstance(content, str) or (content is None and "tool_calls" in message)):
-            raise HistoryError(f"message {index} needs a string \"content\" (null only with \"tool_calls\")")
-        history.append({key: message[key] for key in ("role", "content", "tool_calls", "tool_call_id") if key in message})
+        if message["role"] == "user" and isinstance(content, list):
+            content = _history_parts(content, index)
+        elif not (isinstance(content, str) or (content is None and "tool_calls" in message)):
+            raise HistoryError(f"message {index} needs a string \"content\" (null only with \"tool_calls\"; "
+                               "a list of parts only in a user message)")
+        history.append({key: content if key == "content" else message[key]
+                        for key in ("role", "content", "tool_calls", "tool_call_id") if key in message})
     return history
 
 
-def append_turn(path: Path, history: list[dict[str, Any]], question: str, answer: dict[str, Any]) -> None:
-    """Writes the conversation with this turn added, whole (a file that is replaced, never
-    half written), so that the next run goes on from it."""
-    messages = [*history, {"role": "user", "content": question}, answer]
+def _history_parts(parts: list[Any], index: int) -> list[dict[str, Any]]:
+    # OpenAI's shape, as this CLI writes it: text parts, and image_url parts with a string
+    # url and maybe the file's name. What each image is, the Worker's reader says (sendable).
+    checked = []
+    for number, part in enumerate(parts):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            checked.append({"type": "text", "text": part["text"]})
+        elif kind == "image_url" and isinstance(part.get("image_url"), dict) and isinstance(part["image_url"].get("url"), str):
+            name = part.get("filename")
+            checked.append({"type": "image_url", "image_url": part["image_url"], **({"filename": name} if isinstance(name, str) else {})})
+        else:
+            raise HistoryError(f"message {index} part {number} must be a text part or an image_url part with a string url")
+    return checked
+
+
+def append_turn(path: Path, history: list[dict[str, Any]], question: dict[str, Any], answer: dict[str, Any]) -> None:
+    """Writes the conversation with this turn added (`question`: the user message as the
+    history keeps it, images whole), whole (a file that is replaced, never half written),
+    so that the next run goes on from it."""
+    messages = [*history, question, answer]
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(messages, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     os.replace(temporary, path)
+
+
+# --- images (issue 30) --------------------------------------------------------------------
+
+# The Worker's own reader of images, src/chat/api/images.py: the same sniffing, pixel
+# reading and bounds as the server, not a copy that could drift from it. It is imported from
+# the repository the CLI lives in (docs/cli.md runs it from there), and only by a run that
+# has images, so that a run without them starts as fast as before. The import is pure: the
+# module and what it pulls in (chat.web.errors, the `sse` package) are plain Python that
+# defines constants, tables and classes, with no I/O and nothing read from the environment.
+REPOSITORY_SOURCE = Path(__file__).resolve().parent.parent / "src"
+PLACEHOLDER = "[image not re-sent: {}]"
+
+
+class ImageFileError(ValueError):
+    """An --image file that cannot be read, or that the Worker would refuse; the message
+    names the file and says why, never with its bytes."""
+
+
+def image_rules() -> ModuleType:
+    """chat.api.images, from the repository's src/. Raises ImageFileError when the CLI runs
+    outside its repository (the module is not there)."""
+    if str(REPOSITORY_SOURCE) not in sys.path:
+        sys.path.insert(0, str(REPOSITORY_SOURCE))
+    try:
+        return import_module("chat.api.images")
+    except ImportError:
+        raise ImageFileError(f"images are checked by the Worker's own reader, {REPOSITORY_SOURCE / 'chat/api/images.py'}, "
+                             "which is not there: run the CLI from its repository") from None
+
+
+def read_images(paths: list[Path]) -> list[dict[str, Any]]:
+    """The question's images as the history keeps them, `{"type": "image_url", "image_url":
+    {"url": DATA_URL}, "filename": NAME}`, each checked as the Worker checks it (its bytes,
+    then the request's bounds: how many, how many bytes in all). Raises ImageFileError
+    naming the first file that cannot be read or would be refused."""
+    try:
+        rules = image_rules()
+    except ImageFileError as problem:
+        raise ImageFileError(f"--image: {problem}") from None
+    budget = rules.ImageBudget()
+    parts = []
+    for path in paths:
+        where = f"--image {path}"
+        try:
+            with path.open("rb") as file:
+                # One byte past the bound is enough for the reader to refuse the file, and a
+                # file of any size costs no more than that.
+                data = file.read(rules.MAX_IMAGE_BYTES + 1)
+        except OSError as problem:
+            raise ImageFileError(f"{where}: {problem.strerror or problem}") from None
+        try:
+            # No media type of its own: the checked URL carries the one the bytes show.
+            url, _ = rules.checked_data_url("data:;base64," + base64.b64encode(data).decode("ascii"), where, budget)
+        except rules.ApiError as refusal:
+            raise ImageFileError(refusal.message) from None
+        parts.append({"type": "image_url", "image_url": {"url": url}, "filename": path.name})
+    return parts
+
+
+def user_message(question: str, images: list[dict[str, Any]]) -> dict[str, Any]:
+    """The question as the history keeps it: its text, or with images a list of parts, the
+    text first."""
+    if not images:
+        return {"role": "user", "content": question}
+    return {"role": "user", "content": [{"type": "text", "text": question}, *images]}
+
+
+def _images_of(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return message.get("role") == "user" and isinstance(content, list) and any(part.get("type") == "image_url" for part in content)
+
+
+def sendable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The messages as a request carries them (the question last). Every request holds at
+    most the Worker's bounds on images, on the 20th turn as on the first: the images of
+    the user messages go newest first (the question's first, each message's in its order)
+    while they fit within MAX_IMAGES and MAX_REQUEST_IMAGE_BYTES; from the first that does
+    not, it and each older one are sent as a text part in its place, "[image not re-sent:
+    NAME, a W×H FORMAT]". So the model sees the latest images, without a gap among them.
+    The question's images fit by themselves (read_images checked them). "filename" stays in
+    the history. Raises HistoryError for an image the Worker would refuse, naming its
+    message and part."""
+    if not any(_images_of(message) for message in messages):
+        return messages  # nothing to read: the Worker's reader is not even imported
+    try:
+        rules = image_rules()
+    except ImageFileError as problem:
+        raise HistoryError(f"it holds images, and {problem}") from None
+    sent = list(messages)
+    count = size = 0
+    fits = True
+    for index in reversed(range(len(messages))):
+        if not _images_of(messages[index]):
+            continue
+        parts = []
+        for number, part in enumerate(messages[index]["content"]):
+            if part["type"] != "image_url":
+                parts.append(part)
+                continue
+            try:
+                # A budget of its own: each image is checked alone here; the request's bounds
+                # are the rule below.
+                url, image = rules.checked_data_url(part["image_url"]["url"], f"message {index} part {number}", rules.ImageBudget())
+            except rules.ApiError as refusal:
+                raise HistoryError(refusal.message) from None
+            fits = fits and count < rules.MAX_IMAGES and size + image.size <= rules.MAX_REQUEST_IMAGE_BYTES
+            if fits:
+                count, size = count + 1, size + image.size
+                parts.append({"type": "image_url", "image_url": {**part["image_url"], "url": url}})
+            else:
+                # A history written by hand may name none: "image", as the page says then.
+                parts.append({"type": "text", "text": PLACEHOLDER.format(f"{part.get('filename') or 'image'}, {image.describe()}")})
+        sent[index] = {**messages[index], "content": parts}
+    return sent
 
 
 def read_tools(path: Path) -> list[dict[str, Any]]:
@@ -764,6 +919,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--history", type=Path, metavar="FILE.json", help="earlier turns, sent before the question")
     parser.add_argument("--tools", type=Path, metavar="FILE.json",
                         help="OpenAI function tools to offer the model; its calls are printed as JSON lines, not run")
+    parser.add_argument("--image", type=Path, action="append", default=[], metavar="FILE",
+                        help="attach an image (PNG, JPEG, WebP or GIF) to the question; repeatable")
     parser.add_argument("--cancel-after", type=positive_int, metavar="N", help="leave after N chunks of text")
     parser.add_argument("--timeout", type=positive_float, metavar="S", help="give up when no event comes for S seconds")
     modes = parser.add_mutually_exclusive_group()
@@ -796,12 +953,20 @@ def main(argv: list[str] | None = None) -> int:
         tools = read_tools(args.tools) if args.tools is not None else None
     except (OSError, ValueError, RecursionError) as problem:
         return usage_error(f"--tools {args.tools}: {problem}")
+    try:
+        question = user_message(args.question, read_images(args.image) if args.image else [])
+    except ImageFileError as problem:
+        return usage_error(str(problem))
+    try:
+        messages = sendable([*history, question])
+    except HistoryError as problem:
+        return usage_error(f"--history {args.history}: {problem}")
     # Model text may hold a lone surrogate (docs/protocol.md): print it as U+FFFD, not a crash.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
     writer = AnswerWriter(sys.stdout, terminal=sys.stdout.isatty())
     outcome = asyncio.run(ask(
-        args.url, [*history, {"role": "user", "content": args.question}], out=writer, raw=args.raw,
+        args.url, messages, out=writer, raw=args.raw,
         token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
         reasoning_effort=args.reasoning_effort, tools=tools,
     ))
@@ -813,7 +978,7 @@ def main(argv: list[str] | None = None) -> int:
         writer.end_line()
     if args.history is not None and outcome.answer is not None:
         try:
-            append_turn(args.history, history, args.question, outcome.answer)
+            append_turn(args.history, history, question, outcome.answer)
         except OSError as problem:
             print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
     for line in outcome.report(terminal=sys.stderr.isatty()):

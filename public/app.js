@@ -2,10 +2,13 @@
 // it streams (markdown.js: no raw HTML, https links only, no images); everything else the
 // model writes (reasoning, tool calls) and everything the user writes is shown as text.
 // It offers the model the built-in tools of tools.js and runs the calls the model makes.
-// Conversations are kept in this browser (chats.js) and listed under "Chats".
+// Conversations are kept in this browser (chats.js) and listed under "Chats". Images
+// are attached in the composer (attachments.js, images.js) and shown in the user's bubble.
 import { streamChat } from "./chat-stream.js";
 import { MarkdownView } from "./markdown.js";
-import { ChatStore, requestMessages } from "./chats.js";
+import { ChatStore, imageOfPart, requestMessages } from "./chats.js";
+import { Attachments } from "./attachments.js";
+import { describe } from "./images.js";
 import { ERROR_PREFIX, TOOL_DEFINITIONS, runToolCall } from "./tools.js";
 
 const REASONING_EFFORT = "low";
@@ -23,6 +26,16 @@ const settings = $("settings");
 const tokenInput = $("token");
 const chatsMenu = $("chats");
 const chatList = $("chat-list");
+const attachments = new Attachments({
+  form, input, button: $("attach"), fileInput: $("image-file"), list: $("attachments"), notice: $("attach-notice"),
+});
+// The bytes of the images sent from this page (image id -> data URL), for this page's life
+// only: a chat keeps a thumbnail and a description of each (chats.js), so after a reload
+// an image goes back to the model as a placeholder. One that went as a placeholder for
+// want of room (past the Worker's bounds, images.js's carriedImages) is let go: newer
+// images only come after it.
+const heldImages = new Map();
+const held = (id) => heldImages.get(id);
 
 // The access token lives in sessionStorage: it survives a reload of this tab and is gone
 // when the tab closes; it is only ever sent in the Authorization header, never in a URL.
@@ -96,7 +109,7 @@ function gapsText(skipped) {
 
 // --- the transcript -------------------------------------------------------------------------
 
-function addMessage(role, text, turn, { scroll = true } = {}) {
+function addMessage(role, text, turn, { scroll = true, images = [] } = {}) {
   emptyHint.hidden = true;
   const item = document.createElement("li");
   item.className = `message ${role}`;
@@ -107,11 +120,37 @@ function addMessage(role, text, turn, { scroll = true } = {}) {
   const content = document.createElement("div");
   content.className = "content";
   item.append(author, content);
+  if (images.length) content.before(imageStrip(images));
   if (role === "user") content.textContent = text; // text, never HTML
   else viewOf(item).show(text);
   messagesList.append(item);
   if (scroll) scrollToEnd(true);
   return item;
+}
+
+/** The images of a user's message: each its kept thumbnail (a data: URL, checked when the
+ * chat was loaded: nothing remote is ever loaded), or its description when the thumbnail
+ * was dropped to keep the chat within its bound. */
+function imageStrip(images) {
+  const strip = document.createElement("div");
+  strip.className = "message-images";
+  for (const image of images) {
+    const what = `${image.name}, ${describe(image)}`;
+    if (image.thumb) {
+      const img = document.createElement("img");
+      img.src = image.thumb;
+      img.alt = what;
+      img.title = image.name;
+      strip.append(img);
+    } else {
+      const gone = document.createElement("span");
+      gone.className = "image-gone";
+      gone.textContent = what; // a file's name: text
+      gone.title = "Only the description of this image was kept.";
+      strip.append(gone);
+    }
+  }
+  return strip;
 }
 
 const views = new WeakMap(); // assistant item -> its MarkdownView
@@ -344,7 +383,7 @@ function drawChat({ pending = false } = {}) {
       return;
     }
     if (entry.role === "user") turn = index;
-    const item = addMessage(entry.role, entry.content, turn, { scroll: false });
+    const item = addMessage(entry.role, entry.content, turn, { scroll: false, images: entry.images });
     if (entry.role === "user") return;
     viewOf(item).flush();
     item.dataset.state = "settled";
@@ -373,11 +412,13 @@ function drawChat({ pending = false } = {}) {
 
 // --- answering ----------------------------------------------------------------------------
 
-async function send(text) {
+async function send(text, attached = []) {
   const turn = chat.entries.length;
-  chat.entries.push({ role: "user", content: text });
+  const images = attached.map(({ image }) => image);
+  for (const { image, dataUrl } of attached) heldImages.set(image.id, dataUrl);
+  chat.entries.push({ role: "user", content: text, ...(images.length ? { images } : {}) });
   store.save(chat);
-  addMessage("user", text, turn);
+  addMessage("user", text, turn, { images });
   drawChatList();
   await answer(addMessage("assistant", "", turn));
 }
@@ -432,7 +473,8 @@ async function answer(item, { resume = null, round = 0, continued = null } = {})
     }
     item.dataset.state = "streaming";
   };
-  const messages = requestMessages(owner.entries);
+  const messages = requestMessages(owner.entries, held);
+  letGo(owner.entries, messages);
   if (continued) messages.push({ role: "user", content: CONTINUE_PROMPT });
 
   const outcome = await streamChat(messages, {
@@ -481,7 +523,7 @@ async function answer(item, { resume = null, round = 0, continued = null } = {})
 
   // Another answer may be active by now (this one was stopped by New chat or Chats).
   if (active?.controller === controller) active = null;
-  const ended = { ...outcome, text: before + outcome.text };
+  const ended = { ...outcome, text: before + outcome.text, sent: messages };
   view.show(ended.text);
   view.flush();
   thoughts.get(item)?.view.flush();
@@ -608,12 +650,13 @@ function runTools(owner, item, outcome, calls, round) {
 }
 
 /** A turn the Worker refused as it is (too long, invalid): it leaves the conversation and
- * goes back into the input box. Returns false for any other refusal. */
+ * goes back into the composer, its text and its images. Returns false for any other
+ * refusal. */
 function settleRefusal(owner, item, outcome) {
   const turn = Number(item.dataset.turn);
   const entry = owner.entries[turn];
   if (!REFUSED_TURN.has(outcome.code) || !entry || owner.entries.length !== turn + 1) return false;
-  showNotice(item, BEFORE_STREAM_TEXT[outcome.code] || outcome.message, { requestId: outcome.requestId });
+  showNotice(item, refusalText(outcome), { requestId: outcome.requestId });
   statusLine.textContent = "The message was not sent.";
   owner.entries.pop();
   messagesList.querySelector(`li.message.user[data-turn="${turn}"]`)?.classList.add("refused");
@@ -621,7 +664,29 @@ function settleRefusal(owner, item, outcome) {
     input.value = entry.content;
     fitInput();
   }
+  const images = (entry.images ?? []).filter((image) => heldImages.has(image.id));
+  attachments.restore(images.map((image) => ({ image, dataUrl: heldImages.get(image.id) })));
   return true;
+}
+
+/** Why the Worker refused a turn. A refusal of an image names its part
+ * ("messages[0].content[1]: <model> does not take images."): the notice names the image
+ * instead, as the user knows it. */
+function refusalText(outcome) {
+  const named = /^messages\[(\d+)\]\.content\[(\d+)\]: ([\s\S]+)$/.exec(outcome.message ?? "");
+  const image = named && imageOfPart.get(outcome.sent?.[Number(named[1])]?.content?.[Number(named[2])]);
+  if (image) return `The image “${image.name}” was not accepted: ${named[3]}`;
+  return BEFORE_STREAM_TEXT[outcome.code] || outcome.message;
+}
+
+/** Lets go of the bytes of `entries`' images that `messages` sends as placeholders: past
+ * the bounds now, they never fit again (newer images only come after them). */
+function letGo(entries, messages) {
+  const sent = new Set(messages.flatMap((message) => (Array.isArray(message.content) ? message.content : []))
+    .map((part) => imageOfPart.get(part)?.id).filter(Boolean));
+  for (const entry of entries) {
+    for (const image of entry.images ?? []) if (!sent.has(image.id)) heldImages.delete(image.id);
+  }
 }
 
 // --- conversations ------------------------------------------------------------------------
@@ -669,6 +734,7 @@ chatList.addEventListener("click", (event) => {
 $("clear-chats").addEventListener("click", () => {
   if (active) active.chat.cleared = true;
   store.clear();
+  heldImages.clear();
   openChat(store.create());
 });
 
@@ -699,17 +765,25 @@ messagesList.addEventListener("click", (event) => {
 
 // --- the composer and the menus --------------------------------------------------------------
 
-form.addEventListener("submit", (event) => {
+let submitting = false; // waiting for attached files to be read
+form.addEventListener("submit", async (event) => {
   event.preventDefault();
-  if (active) return; // one answer at a time
+  if (active || submitting) return; // one answer at a time
+  submitting = true;
+  try {
+    await attachments.ready(); // a file still being read goes with this turn
+  } finally {
+    submitting = false;
+  }
+  if (active) return;
   const text = input.value;
-  if (!text.trim()) {
+  if (!text.trim() && !attachments.count) {
     input.focus();
     return;
   }
   input.value = "";
   fitInput();
-  send(text);
+  send(text, attachments.take());
 });
 
 input.addEventListener("keydown", (event) => {

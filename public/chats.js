@@ -2,7 +2,11 @@
 // listed newest first in an index, at most MAX_CHATS of them (the oldest go first, also
 // when the browser's quota is full). Which chat a tab has open, and the answer it waits
 // for, is the tab's own (sessionStorage), so two tabs never resume each other's answers.
-// Nothing here is sent anywhere; a chat never holds the access token.
+// Nothing here is sent anywhere; a chat never holds the access token. An image is kept as
+// its description and a small thumbnail (images.js), never its bytes: a chat that would
+// pass its bound drops its oldest thumbnails first.
+import { MAX_IMAGES, carriedImages, isImage, placeholder } from "./images.js";
+
 const INDEX_KEY = "chat-page-chats-v1";
 const CHAT_PREFIX = "chat-page-chat-v1:";
 const TAB_KEY = "chat-page-v1";
@@ -18,7 +22,8 @@ const isText = (value) => typeof value === "string";
 function isEntry(entry) {
   switch (entry?.role) {
     case "user":
-      return isText(entry.content);
+      return isText(entry.content)
+        && (entry.images === undefined || (Array.isArray(entry.images) && entry.images.length <= MAX_IMAGES && entry.images.every(isImage)));
     case "assistant":
       return isText(entry.content)
         && (entry.tool_calls === undefined || (Array.isArray(entry.tool_calls) && entry.tool_calls.every(
@@ -31,20 +36,30 @@ function isEntry(entry) {
   }
 }
 
+/** The image each image part of requestMessages' messages carries (its entry in the
+ * chat), so that a refusal naming the part can name the image. */
+export const imageOfPart = new WeakMap();
+
 /**
  * The messages sent for the next answer. A complete answer goes back as it was sent; one
  * that did not complete goes back with the text the user saw, so the model knows what it
  * already said. One with no text at all is left out with the user message it answered,
  * so that the history never has two user messages in a row.
+ *
+ * A user message with images has a list of parts: its text, then an image part for each
+ * image the request carries (the newest, within the Worker's bounds: images.js's
+ * carriedImages) and a text placeholder for each other. `held(id)` is an image's data
+ * URL while this page holds it, else falsy.
  */
-export function requestMessages(entries) {
+export function requestMessages(entries, held = () => null) {
+  const carried = carriedImages(entries, held);
   const messages = [];
   for (const entry of entries) {
     if (entry.role === "user") {
       // A question left without an answer (a reload before it began, a chat saved from
       // another tab) gives way to the one after it.
       if (messages.at(-1)?.role === "user") messages.pop();
-      messages.push({ role: "user", content: entry.content });
+      messages.push({ role: "user", content: entry.images?.length ? userParts(entry, carried, held) : entry.content });
     }
     else if (entry.role === "tool") messages.push({ role: "tool", tool_call_id: entry.tool_call_id, content: entry.content });
     else if (entry.incomplete && !entry.content.trim()) {
@@ -56,6 +71,38 @@ export function requestMessages(entries) {
     }
   }
   return messages;
+}
+
+function userParts(entry, carried, held) {
+  const parts = entry.content.trim() ? [{ type: "text", text: entry.content }] : [];
+  for (const image of entry.images) {
+    if (!carried.has(image.id)) {
+      parts.push({ type: "text", text: placeholder(image) });
+      continue;
+    }
+    const part = { type: "image_url", image_url: { url: held(image.id) } };
+    imageOfPart.set(part, image);
+    parts.push(part);
+  }
+  return parts;
+}
+
+/** The chat's JSON as kept, within MAX_CHAT_CHARS, or null when it cannot fit. Past the
+ * bound, the oldest images lose their thumbnails first (their description stays, and the
+ * page shows it instead); the chat on screen keeps them. */
+function keptText(entries) {
+  const text = JSON.stringify({ entries });
+  if (text.length <= MAX_CHAT_CHARS) return text;
+  const kept = entries.map((entry) => (entry.images ? { ...entry, images: entry.images.map((image) => ({ ...image })) } : entry));
+  let excess = text.length - MAX_CHAT_CHARS;
+  for (const image of kept.flatMap((entry) => entry.images ?? [])) {
+    if (excess <= 0) break;
+    if (image.thumb === undefined) continue;
+    excess -= JSON.stringify(image.thumb).length + ',"thumb":'.length;
+    delete image.thumb;
+  }
+  const trimmed = JSON.stringify({ entries: kept });
+  return trimmed.length <= MAX_CHAT_CHARS ? trimmed : null;
 }
 
 function readJson(storage, key) {
@@ -97,10 +144,11 @@ export class ChatStore {
    * (too large, or storage refused); the page works on without it. */
   save(chat) {
     if (chat.entries.length === 0) return true;
-    const text = JSON.stringify({ entries: chat.entries });
-    if (text.length > MAX_CHAT_CHARS) return false;
-    const first = chat.entries.find((entry) => entry.role === "user")?.content ?? "";
-    const title = first.replace(/\s+/g, " ").trim().slice(0, TITLE_CHARS) || "Untitled";
+    const text = keptText(chat.entries);
+    if (text === null) return false;
+    const first = chat.entries.find((entry) => entry.role === "user");
+    const words = first?.content.replace(/\s+/g, " ").trim() || (first?.images?.length ? `Image: ${first.images[0].name}` : "");
+    const title = words.slice(0, TITLE_CHARS) || "Untitled";
     let index = [{ id: chat.id, title, updated: Date.now() }, ...this.list().filter((other) => other.id !== chat.id)];
     for (const dropped of index.splice(MAX_CHATS)) this.local.removeItem(CHAT_PREFIX + dropped.id);
     for (;;) {

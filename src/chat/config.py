@@ -37,6 +37,7 @@ class Config:
     resume_grace_ms: int = 60_000  # a resumable answer nobody reads for this long is stopped
     resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
     ai_gateway_id: str | None = None  # AI_GATEWAY_ID: every model call goes through this gateway
+    vision_model: str | None = None  # VISION_MODEL: what answers a turn with images when no model is named
 
     @property
     def timeouts(self) -> Timeouts:
@@ -50,6 +51,17 @@ class Config:
     def models(self) -> tuple[str, ...]:
         # Once each: a model listed twice would be tried twice when it fails.
         return tuple(dict.fromkeys((self.model, *self.fallback_models)))
+
+    @property
+    def vision_models(self) -> tuple[str, ...]:
+        """The models to try for a turn with images that names none: VISION_MODEL, then
+        MODEL and FALLBACK_MODELS (the request's checks leave out those without vision)."""
+        return tuple(dict.fromkeys((*((self.vision_model,) if self.vision_model else ()), *self.models)))
+
+    @property
+    def served_models(self) -> tuple[str, ...]:
+        """Every model a client may name (GET /v1/models lists them): `models`, then VISION_MODEL."""
+        return tuple(dict.fromkeys((*self.models, *((self.vision_model,) if self.vision_model else ()))))
 
     @classmethod
     def from_env(cls, read: Callable[[str], str | None]) -> Config:
@@ -102,19 +114,26 @@ class Config:
             resume_grace_ms=integer("RESUME_GRACE_MS", cls.resume_grace_ms, 1),
             resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
             ai_gateway_id=text("AI_GATEWAY_ID", "").strip() or None,
+            vision_model=text("VISION_MODEL", "").strip() or None,
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")
-        check_models(config.models, allow_unlisted=choice("ALLOW_UNLISTED_MODELS", {"false": False, "true": True}, "false"))
+        allow_unlisted = choice("ALLOW_UNLISTED_MODELS", {"false": False, "true": True}, "false")
+        check_models(config.models, allow_unlisted=allow_unlisted)
+        if config.vision_model is not None:
+            check_models((config.vision_model,), allow_unlisted=allow_unlisted, setting="VISION_MODEL")
+            if not catalog.can(config.vision_model, "vision"):
+                raise ConfigError(f"VISION_MODEL: {config.vision_model} does not take images, by the model catalog "
+                                  "(src/chat/model/catalog.py)")
         return config
 
 
-def check_models(models: tuple[str, ...], *, allow_unlisted: bool) -> None:
+def check_models(models: tuple[str, ...], *, allow_unlisted: bool, setting: str | None = None) -> None:
     """Raises ConfigError for a model the catalog marks retired (Workers AI answers 5007,
     or another model at another price), and for one it does not list unless
     ALLOW_UNLISTED_MODELS is true (the catalog grows faster than it is updated)."""
     for position, model_id in enumerate(models):
-        name = "MODEL" if position == 0 else "FALLBACK_MODELS"
+        name = setting or ("MODEL" if position == 0 else "FALLBACK_MODELS")
         entry = catalog.lookup(model_id)
         if isinstance(entry, catalog.Retired):
             instead = f"; Workers AI now answers it with {entry.aliased_to}" if entry.aliased_to else ""

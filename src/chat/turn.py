@@ -13,14 +13,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["ChatTurn", "Message", "OutputFormat", "OutputKind", "TextPart", "ToolCall"]
+__all__ = ["ChatTurn", "ContentPart", "ImagePart", "Message", "OutputFormat", "OutputKind", "TextPart", "ToolCall"]
 
 
 class TextPart(TypedDict):
-    """A content part of text (the images issue adds image parts beside it)."""
-
     type: Literal["text"]
     text: str
+
+
+class ImageUrl(TypedDict):
+    url: str  # a data URL whose media type its bytes show (chat.api.images)
+
+
+class ImagePart(TypedDict):
+    """An image, in the binding's (and OpenAI's) shape: only in a user message."""
+
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+ContentPart = TextPart | ImagePart
 
 
 class ToolCallFunction(TypedDict):
@@ -36,11 +48,12 @@ class ToolCall(TypedDict):
 
 class Message(TypedDict):
     """A message in the binding's shape: `content` is text (an assistant message with only
-    calls has ""); an assistant message may carry `tool_calls`, a tool message answers one
-    with `tool_call_id` and `name`."""
+    calls has ""), or a user message's list of text and image parts when it carries
+    images; an assistant message may carry `tool_calls`, a tool message answers one with
+    `tool_call_id` and `name`."""
 
     role: Literal["system", "user", "assistant", "tool"]
-    content: str
+    content: str | list[ContentPart]
     tool_calls: NotRequired[list[ToolCall]]
     tool_call_id: NotRequired[str]
     name: NotRequired[str]

@@ -43,7 +43,9 @@ def nesting_depth(text: str) -> int:
     """How deep the arrays and objects of `text` nest, counted without recursion and
     without counting brackets inside strings. For text that is not JSON the count may be
     higher than what a parser would reach before failing, never lower."""
-    bare = _NOT_BRACKET.sub("", _STRING.sub("", _ESCAPE.sub("", text)))
+    # Without a backslash there is nothing to remove, and no copy of a body of megabytes.
+    unescaped = _ESCAPE.sub("", text) if "\\" in text else text
+    bare = _NOT_BRACKET.sub("", _STRING.sub("", unescaped))
     return max(accumulate(map(_STEP.__getitem__, bare)), default=0)
 
 

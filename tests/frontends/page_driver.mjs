@@ -12,6 +12,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createRequire } from "node:module";
+import { randomBytes } from "node:crypto";
+import { deflateSync } from "node:zlib";
 
 const require = createRequire(import.meta.url);
 const { chromium } = require("playwright-core");
@@ -292,6 +294,109 @@ async function release(name) {
   if (!process.env.SCRIPT_URL) throw new Error("SCRIPT_URL is not set: a held answer cannot be released");
   const response = await fetch(`${process.env.SCRIPT_URL}/released/${name}`, { method: "POST" });
   if (!response.ok) throw new Error(`releasing ${name}: ${response.status}`);
+}
+
+// --- images (issue 30): files built here, byte by byte -----------------------------------
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+
+function crc32(bytes) {
+  let crc = 0xffffffff;
+  for (const byte of bytes) crc = CRC_TABLE[(crc ^ byte) & 0xff] ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+/** A truecolour PNG of `width`×`height` pixels, `rgb` (3 bytes a pixel, row by row). */
+function png(width, height, rgb) {
+  const chunk = (type, data) => {
+    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
+    const framed = Buffer.alloc(body.length + 8);
+    framed.writeUInt32BE(data.length, 0);
+    body.copy(framed, 4);
+    framed.writeUInt32BE(crc32(body), body.length + 4);
+    return framed;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(width, 0);
+  header.writeUInt32BE(height, 4);
+  header[8] = 8; // bits per channel
+  header[9] = 2; // truecolour
+  const rows = Buffer.alloc((width * 3 + 1) * height); // each row: filter 0, then its pixels
+  for (let y = 0; y < height; y++) rgb.copy(rows, y * (width * 3 + 1) + 1, y * width * 3, (y + 1) * width * 3);
+  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows, { level: 1 })), chunk("IEND", Buffer.alloc(0))]);
+}
+
+// The emulator's vision models name what they got: "I see a 3×2 PNG." (ai_emulator/emulator.js).
+const PIXELS_PNG = png(3, 2, Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 0, 0, 255, 255, 255, 0, 255]));
+const DOT_GIF = Buffer.from("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==", "base64"); // 1×1
+// Noise does not compress: 1000×1000 pixels make a PNG of about 3 MB, so two fit the
+// Worker's 6 MiB a request and a third does not; and its thumbnail is the costliest to keep.
+const noisePng = () => png(1000, 1000, randomBytes(1000 * 1000 * 3));
+const file = (name, mimeType, buffer) => ({ name, mimeType, buffer });
+
+/** Chooses `files` in the file chooser that the "Attach images" button opens. */
+async function chooseFiles(page, files) {
+  const [chooser] = await Promise.all([page.waitForEvent("filechooser"), page.getByRole("button", { name: "Attach images" }).click()]);
+  await chooser.setFiles(files);
+  return chooser;
+}
+
+const attached = (page) => page.locator("#attachments li");
+
+/** Waits until the composer holds `count` images. */
+async function waitAttached(page, count) {
+  await page.waitForFunction((n) => document.querySelectorAll("#attachments li").length === n, count, { timeout: STEP_MS });
+}
+
+/** Waits for the composer's notice to name `name`, and returns it with what else it says. */
+async function refusal(page, name) {
+  const notice = page.locator("#attach-notice");
+  await notice.filter({ hasText: name }).waitFor();
+  return {
+    lines: await notice.locator("span").allTextContents(),
+    role: await notice.getAttribute("role"),
+    visible: await notice.isVisible(),
+    attached: await attached(page).count(),
+  };
+}
+
+/** The images waiting in the composer, as shown. */
+async function previews(page) {
+  return attached(page).evaluateAll((items) => items.map((item) => {
+    const img = item.querySelector("img");
+    return { src: img.getAttribute("src").slice(0, 30), alt: img.alt, remove: item.querySelector("button").getAttribute("aria-label"),
+      width: img.naturalWidth, height: img.naturalHeight };
+  }));
+}
+
+/** The images of each user message, as shown: the start of each <img>'s URL, its alt and
+ * its size once loaded; or the description shown instead. */
+async function userImages(page) {
+  return page.locator("li.message.user").evaluateAll(async (items) => Promise.all(items.map(async (item) => ({
+    text: item.querySelector(".content").textContent,
+    images: await Promise.all([...item.querySelectorAll(".message-images img")].map(async (img) => {
+      await img.decode();
+      return { src: img.getAttribute("src").slice(0, 23), alt: img.alt, width: img.naturalWidth, height: img.naturalHeight };
+    })),
+    described: [...item.querySelectorAll(".message-images .image-gone")].map((gone) => gone.textContent),
+  }))));
+}
+
+/** What the chat this tab has open costs in localStorage: its JSON's characters, and each
+ * kept thumbnail's. */
+async function keptFigures(page) {
+  return page.evaluate(() => {
+    const tab = JSON.parse(sessionStorage.getItem("chat-page-v1"));
+    const kept = localStorage.getItem(`chat-page-chat-v1:${tab.chatId}`) ?? "";
+    const images = (JSON.parse(kept || "null")?.entries ?? []).flatMap((entry) => entry.images ?? []);
+    return { chatChars: kept.length, thumbChars: images.map((image) => image.thumb?.length ?? null),
+      thumbTypes: images.map((image) => image.thumb?.slice(0, 15) ?? null) };
+  });
 }
 
 // --- scenarios ----------------------------------------------------------------------------
@@ -772,6 +877,147 @@ const scenarios = {
     report.saved = await savedChat(page);
     await reload(page);
     report.afterReload = await endingState(page);
+  },
+
+  /** An image attached with the button (and one removed before sending): the request's
+   * parts, the answer naming it, the image in the user's bubble; the next turn re-sends it;
+   * after a reload its thumbnail is shown and the next turn sends a placeholder. */
+  async image_turns(page, report, _screenshot, baseUrl) {
+    const bodies = chatBodies(page);
+    const foreign = foreignRequests(page, baseUrl);
+    const chooser = await chooseFiles(page, [file("pixels.png", "image/png", PIXELS_PNG), file("dot.gif", "image/gif", DOT_GIF)]);
+    report.chooser = { multiple: chooser.isMultiple(), accept: await page.locator("#image-file").getAttribute("accept"),
+      button: await page.getByRole("button", { name: "Attach images" }).count() };
+    await waitAttached(page, 2);
+    report.previews = await previews(page);
+    await page.getByRole("button", { name: "Remove dot.gif" }).click();
+    await waitAttached(page, 1);
+    report.afterRemove = await previews(page);
+    await ask(page, "What is in this picture?");
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.model = await page.locator("#model").textContent();
+    report.attachedAfterSend = await attached(page).count();
+    report.shown = await userImages(page);
+    await ask(page, "And the colours?");
+    await waitSettled(page);
+    report.second = await answerState(page);
+    report.saved = await savedChat(page);
+    report.kept = await keptFigures(page);
+    await reload(page);
+    report.afterReload = await userImages(page);
+    await ask(page, "Is it still there?");
+    await waitSettled(page);
+    report.third = await answerState(page);
+    report.bodies = bodies;
+    report.pngBytes = PIXELS_PNG.length;
+    report.foreign = foreign;
+  },
+
+  /** Files the page does not send: too large, not an image (by name, and by its bytes
+   * under an image's name), past the count or the total; each explained beside the
+   * composer, nothing sent. Then a drop and a paste attach images, and a full composer
+   * (eight images, two of them 3 MB of noise) is sent and answered. */
+  async image_refused(page, report) {
+    const bodies = chatBodies(page);
+    const huge = Buffer.concat([PIXELS_PNG, Buffer.alloc(5 * 1024 * 1024 + 1 - PIXELS_PNG.length)]);
+    await chooseFiles(page, [file("huge.png", "image/png", huge)]);
+    report.oversized = await refusal(page, "huge.png");
+    await chooseFiles(page, [file("notes.txt", "text/plain", Buffer.from("Just some notes.\n"))]);
+    report.notImage = await refusal(page, "notes.txt");
+    await chooseFiles(page, [file("photo.png", "image/png", Buffer.from("<svg xmlns='http://www.w3.org/2000/svg'/>"))]);
+    report.namedLikeAnImage = await refusal(page, "photo.png");
+    await messageBox(page).press("Enter"); // nothing attached, nothing typed: nothing to send
+    report.userMessages = await page.locator("li.message").count();
+
+    const gif = DOT_GIF.toString("base64");
+    await page.locator("#input").evaluate((input, data) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], "dropped.gif", { type: "image/gif" }));
+      for (const type of ["dragenter", "dragover", "drop"]) input.dispatchEvent(new DragEvent(type, { dataTransfer: transfer, bubbles: true, cancelable: true }));
+    }, gif);
+    await waitAttached(page, 1);
+    report.noticeAfterDrop = await page.locator("#attach-notice").isVisible();
+    report.pasteKeptDefault = await page.locator("#input").evaluate((input, data) => {
+      const transfer = new DataTransfer();
+      transfer.items.add(new File([Uint8Array.from(atob(data), (c) => c.charCodeAt(0))], "image.png", { type: "image/png" }));
+      return input.dispatchEvent(new ClipboardEvent("paste", { clipboardData: transfer, bubbles: true, cancelable: true }));
+    }, PIXELS_PNG.toString("base64"));
+    await waitAttached(page, 2);
+    report.droppedAndPasted = await previews(page);
+
+    const noise = [noisePng(), noisePng(), noisePng()];
+    report.noiseBytes = noise.map((buffer) => buffer.length);
+    report.pngBytes = PIXELS_PNG.length;
+    report.gifBytes = DOT_GIF.length;
+    await chooseFiles(page, noise.map((buffer, index) => file(`noise-${index + 1}.png`, "image/png", buffer)));
+    report.pastTotal = await refusal(page, "noise-3.png");
+    await chooseFiles(page, Array.from({ length: 5 }, (_, index) => file(`dot-${index + 1}.gif`, "image/gif", DOT_GIF)));
+    report.pastCount = await refusal(page, "dot-5.gif");
+    report.bodiesBeforeSend = bodies.length;
+
+    await ask(page, "Describe them all.");
+    await waitSettled(page);
+    report.answer = await answerState(page);
+    report.shown = await userImages(page);
+    report.kept = await keptFigures(page);
+    report.sent = bodies.map((body) => body.messages.map((message) => (Array.isArray(message.content)
+      ? message.content.map((part) => (part.type === "text" ? part : { type: part.type, url: part.image_url.url.slice(0, 22), chars: part.image_url.url.length }))
+      : message.content)));
+  },
+
+  /** The Worker refuses the turn's image (the request names a model without vision, as a
+   * client with a model setting could): the notice names the image and the model, and
+   * the text and the image go back into the composer. */
+  async image_model_refused(page, report) {
+    const bodies = chatBodies(page);
+    await page.route("**/api/chat", (route) => route.continue({
+      postData: JSON.stringify({ ...route.request().postDataJSON(), model: "@cf/zai-org/glm-4.7-flash" }),
+    }));
+    await chooseFiles(page, [file("pixels.png", "image/png", PIXELS_PNG)]);
+    await waitAttached(page, 1);
+    await ask(page, "What is in this picture?");
+    await waitSettled(page);
+    report.answer = await endingState(page);
+    report.refusedBubble = await page.locator("li.message.user").evaluate((item) => item.classList.contains("refused"));
+    report.inputAfter = await messageBox(page).inputValue();
+    report.previewsAfter = await previews(page);
+    report.saved = await savedChat(page);
+    report.bodies = bodies.length;
+  },
+
+  /** chats.js keeping a chat of many images within its bound, and refusing a kept image
+   * that is not a data: URL (storage can be edited by hand). */
+  async image_storage(page, report) {
+    Object.assign(report, await page.evaluate(async () => {
+      const { ChatStore } = await import("/chats.js");
+      const storage = () => {
+        const items = new Map();
+        return { items, getItem: (key) => items.get(key) ?? null, setItem: (key, value) => items.set(key, String(value)), removeItem: (key) => items.delete(key) };
+      };
+      const local = storage();
+      const store = new ChatStore(local, storage());
+      const thumb = `data:image/webp;base64,${"A".repeat(47_976)}`;
+      const entries = [];
+      for (let turn = 0; turn < 30; turn++) {
+        entries.push({ role: "user", content: `Picture ${turn}`, images: [
+          { id: `image-${turn}`, name: `picture-${turn}.png`, type: "image/png", width: 4000, height: 3000, size: 4_000_000, thumb }] });
+        entries.push({ role: "assistant", content: `I see picture ${turn}.` });
+      }
+      const chat = { id: "many-images", entries };
+      const saved = store.save(chat);
+      const kept = local.getItem("chat-page-chat-v1:many-images") ?? "";
+      const loaded = store.load("many-images");
+      const withThumb = loaded.entries.filter((entry) => entry.images?.[0]?.thumb).map((entry) => entry.content);
+      const hostile = structuredClone(entries.slice(0, 2));
+      hostile[0].images[0].thumb = "https://images.example/pixel.png";
+      local.setItem("chat-page-chat-v1:hostile", JSON.stringify({ entries: hostile }));
+      return {
+        saved, keptChars: kept.length, thumbChars: thumb.length, withThumb,
+        onScreenKeepsAll: chat.entries.filter((entry) => entry.images?.[0]?.thumb).length,
+        hostileLoaded: store.load("hostile"),
+      };
+    }));
   },
 
   /** A phone-sized screen: nothing overflows sideways, the controls stay on screen. */

@@ -34,6 +34,7 @@ from tests.frontends.upstreams import (
 )
 from tests.harness.runtime import free_port
 from tests.harness.scenarios import hang, native_frame, script
+from tests.image_files import data_url, png
 
 QUESTION = "What is a token-length side channel?"
 
@@ -445,3 +446,29 @@ def test_the_history_file_grows_by_each_complete_turn(start_runtime, tmp_path):
     assert [m["role"] for m in runtime.wait_for_record("ai_run", since=mark)["history"]][-3:] == ["user", "assistant", "user"]
     refused = run_cli("--url", runtime.url, "--history", str(path), "One more?")  # over this runtime's MAX_MESSAGES
     assert refused.exit_code == 4 and json.loads(path.read_text()) == saved, "a turn that did not complete is not written"
+
+
+# --- images -------------------------------------------------------------------------------
+
+
+def test_an_attached_image_reaches_the_vision_model_and_the_next_turn_re_sends_it_from_the_history(start_runtime, tmp_path):
+    # The emulator's vision models begin their answer by naming each image of the
+    # conversation as its bytes show it: the PNG went whole, on /api/chat and on --raw.
+    runtime = start_runtime(GENERATED)
+    image = tmp_path / "grey.png"
+    image.write_bytes(png(3, 2))
+    history = tmp_path / "conversation.json"
+    mark = len(runtime.lines)
+    first = run_cli("--url", runtime.url, "--history", str(history), "--image", str(image), "What is in this picture?")
+    assert first.exit_code == 0, first.stderr
+    assert first.stdout.startswith("I see a 3×2 PNG."), first.stdout[:80]
+    run = runtime.wait_for_record("ai_run", since=mark)
+    assert (run["images"], run["image_bytes"]) == (1, len(png(3, 2)))
+    saved = json.loads(history.read_text())
+    assert saved[0]["content"] == [{"type": "text", "text": "What is in this picture?"},
+                                   {"type": "image_url", "image_url": {"url": data_url(png(3, 2))}, "filename": "grey.png"}]
+    # The next turn, no image attached, through the raw route: the history's image goes again.
+    second = run_cli("--url", runtime.url, "--raw", "--history", str(history), "And its colour?")
+    assert second.exit_code == 0, second.stderr
+    assert second.stdout.startswith("I see a 3×2 PNG."), second.stdout[:80]
+    assert [message["role"] for message in json.loads(history.read_text())] == ["user", "assistant", "user", "assistant"]

@@ -1,7 +1,8 @@
 """The CLI's readers on their own (no I/O): the same events however the bytes are split,
 per the WHATWG event-stream rules; what the protocol's events print; how an answer's
 ending becomes its status line and exit code; what reaches a terminal; the --tools and
---history files."""
+--history files; --image files, checked before anything is sent, and which images a
+request re-sends from the history."""
 
 from __future__ import annotations
 
@@ -14,20 +15,26 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from clients import chat_cli
 from clients.chat_cli import (
     AnswerWriter,
     Deadline,
     Event,
     EventStreamParser,
+    HistoryError,
     MalformedStream,
     Outcome,
     ProtocolReader,
     RawReader,
     read_answer,
     read_history,
+    read_images,
     read_tools,
+    sendable,
+    user_message,
     visible,
 )
+from tests.image_files import data_url, gif, png, png_header_only
 
 BODY = (
     "event: meta\r\ndata: {\"request_id\":\"r\"}\r\n\r\n"
@@ -337,3 +344,110 @@ def test_a_tool_call_on_a_terminal_is_a_json_line_with_json_escapes_for_what_a_t
     assert "\\u001b]0;t\\u0007 \\u009b2J \\u202e\\u007f" in terminal.getvalue()
     assert visible(terminal.getvalue()) == terminal.getvalue(), "nothing left to act on"
     assert piped.getvalue() == json.dumps({"tool_call": call}, ensure_ascii=False) + "\n"
+
+
+# --- images: --image files, and what a request re-sends from the history --------------------
+
+MIB = 1024 * 1024
+
+
+def padded_png(size: int) -> bytes:
+    """A 3×2 PNG grown to `size` bytes: the reader reads the header, not what follows."""
+    image = png(3, 2)
+    return image + b"\0" * (size - len(image))
+
+
+def test_an_image_is_a_part_after_the_question_with_the_type_its_bytes_show(tmp_path):
+    path = tmp_path / "really-a-gif.png"
+    path.write_bytes(gif(1, 1))
+    assert user_message("What is it?", read_images([path])) == {"role": "user", "content": [
+        {"type": "text", "text": "What is it?"},
+        {"type": "image_url", "image_url": {"url": data_url(gif(1, 1), "image/gif")}, "filename": "really-a-gif.png"},
+    ]}
+    assert user_message("Hi", []) == {"role": "user", "content": "Hi"}, "without images the question is text, as before"
+
+
+IMAGE_REFUSALS = [
+    pytest.param({"notes.txt": b"not an image at all"}, "notes.txt: the bytes are not a PNG, JPEG, WebP or GIF image.", id="not-an-image"),
+    pytest.param({"cut.png": png(3, 2)[:20]}, "cut.png: the image's header is cut short.", id="truncated-header"),
+    pytest.param({"big.png": padded_png(5 * MIB + 1)}, "big.png: an image may be at most 5242880 bytes.", id="over-5-mib"),
+    pytest.param({"a.png": padded_png(3 * MIB), "b.png": padded_png(3 * MIB + 1)},
+                 "b.png: the request's images total more than 6291456 bytes.", id="over-6-mib-in-all"),
+    pytest.param({f"{n}.png": png(1, 1) for n in range(9)}, "8.png: a request may carry at most 8 images.", id="nine-images"),
+    pytest.param({"wide.png": png_header_only(8193, 1)}, "wide.png: the image is 8193×1 pixels", id="side-over-8192"),
+    pytest.param({"bomb.png": png_header_only(4097, 4096)}, "bomb.png: the image is 4097×4096 pixels", id="over-4096x4096-pixels"),
+    pytest.param({}, "missing.png: No such file or directory", id="missing-file"),
+]
+
+
+@pytest.mark.parametrize(("files", "message"), IMAGE_REFUSALS)
+def test_an_image_the_worker_would_refuse_is_a_usage_error_naming_the_file_before_anything_is_sent(
+    tmp_path, monkeypatch, capsys, files, message,
+):
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+    names = list(files) or ["missing.png"]
+
+    async def no_request(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a request was sent")
+
+    monkeypatch.setattr(chat_cli, "ask", no_request)
+    argv = ["--url", "http://127.0.0.1:9", *(arg for name in names for arg in ("--image", str(tmp_path / name))), "What is it?"]
+    assert chat_cli.main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"chat_cli: --image {tmp_path}/{message}") and err.count("\n") == 1, err
+
+
+def image(data: bytes, name: str | None) -> dict[str, object]:
+    return {"type": "image_url", "image_url": {"url": data_url(data)}, **({"filename": name} if name else {})}
+
+
+def turn(text: str, *images: dict[str, object]) -> list[dict[str, object]]:
+    return [{"role": "user", "content": [{"type": "text", "text": text}, *images]}, {"role": "assistant", "content": "Seen."}]
+
+
+def sent_images(messages: list[dict[str, object]]) -> list[str]:
+    """Each image part of the user messages, oldest first: its URL's start as sent, or the
+    placeholder text in its place."""
+    return [part["image_url"]["url"][:15] if part["type"] == "image_url" else part["text"]
+            for message in messages if isinstance(message["content"], list)
+            for part in message["content"] if part["type"] == "image_url" or part["text"].startswith("[image")]
+
+
+def test_a_request_re_sends_the_newest_images_that_fit_and_names_the_older_ones_in_their_place():
+    # Newest first: the question's (tiny), then 2 MiB, 2 MiB (4 MiB in all), then a 2 MiB
+    # one past 6 MiB: from there on each older image is a placeholder, the tiny GIF too.
+    two_mib = padded_png(2 * MIB)
+    history = [
+        *turn("First", image(gif(1, 1), None)),  # a hand-written history may name none
+        *turn("Second", image(two_mib, "big1.png"), image(two_mib, "big2.png")),
+        *turn("Third", image(two_mib, "big3.png"), image(gif(2, 2), "small.gif")),
+    ]
+    question = user_message("And now?", [image(png(2, 2), "now.png")])
+    sent = sendable([*history, question])
+    assert sent_images(sent) == [
+        "[image not re-sent: image, a 1×1 GIF]",
+        "data:image/png;", "[image not re-sent: big2.png, a 3×2 PNG]",
+        "data:image/png;", "data:image/gif;",
+        "data:image/png;",
+    ]
+    assert sent[0]["content"][0] == {"type": "text", "text": "First"}, "a message's text stays where it was"
+    assert not any("filename" in part for message in sent if isinstance(message["content"], list) for part in message["content"]), \
+        "file names stay in the history"
+    assert history[2]["content"][2]["filename"] == "big2.png", "the history itself keeps every image"
+
+
+def test_a_request_re_sends_at_most_eight_images():
+    history = turn("Eight", *(image(gif(1, 1), f"{n}.gif") for n in range(8)))
+    sent = sendable([*history, user_message("One more", [image(png(3, 2), "new.png")])])
+    assert sent_images(sent) == [*(["data:image/gif;"] * 7), "[image not re-sent: 7.gif, a 1×1 GIF]", "data:image/png;"]
+
+
+def test_a_history_image_the_worker_would_refuse_is_named_by_its_message_and_part(tmp_path):
+    path = tmp_path / "history.json"
+    path.write_text(json.dumps(turn("Look", {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}})))
+    with pytest.raises(HistoryError, match=r"^message 0 part 1: send the image itself as a data URL"):
+        sendable([*read_history(path), user_message("And?", [])])
+    path.write_text(json.dumps([{"role": "assistant", "content": [{"type": "text", "text": "No"}]}]))
+    with pytest.raises(HistoryError, match="a list of parts only in a user message"):
+        read_history(path)

@@ -6,6 +6,7 @@ tests below each assert on one scenario's report and on the runtime's log lines.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import struct
@@ -127,6 +128,157 @@ def test_after_a_reload_the_calls_and_their_results_are_shown_again_from_the_his
     report = tool_loop(run_pages)
     assert report["afterReload"] == [{**bubble, "outcome": None} for bubble in report["bubbles"]]
     assert report["bodiesAfterReload"] == 2, "a settled loop is not sent again"
+
+
+# --- images (issue 30): attached, answered, kept, refused ------------------------------------
+# On the GENERATED runtime: VISION_MODEL (wrangler.toml: Gemma 4) answers a turn with images
+# when the request names no model, and the emulator's vision models start their answer by
+# naming each image they got, read from its bytes: "I see a 3×2 PNG."
+
+
+IMAGE_SCENARIOS = ("image_turns", "image_refused", "image_model_refused", "image_storage")
+VISION_MODEL = "@cf/google/gemma-4-26b-a4b-it"
+PICTURE_QUESTION = "What is in this picture?"
+PLACEHOLDER = "[image not re-sent: pixels.png, a 3\u00d72 PNG]"
+THUMB_CHARS = 48_000  # public/images.js: the most a kept thumbnail costs
+MAX_CHAT_CHARS = 1_000_000  # public/chats.js: the most a kept chat costs
+
+
+def image_run(run_pages):
+    return run_pages(GENERATED, IMAGE_SCENARIOS)
+
+
+def ai_runs(run, turns: int) -> list[dict]:
+    """The emulator's records of this run's model calls with `turns` user messages
+    (image_turns's three turns: 1, 2 and 3; image_refused's: 1)."""
+    return [r for r in run.runtime.records(run.mark)
+            if r["event"] == "ai_run" and sum(message["role"] == "user" for message in r["history"]) == turns]
+
+
+def test_an_attached_image_goes_as_an_image_part_and_the_vision_model_answers_naming_it(run_pages):
+    run = image_run(run_pages)
+    report = run.report("image_turns")
+    assert report["chooser"] == {"multiple": True, "accept": "image/png,image/jpeg,image/webp,image/gif", "button": 1}
+    assert [(p["alt"], p["remove"], p["width"], p["height"]) for p in report["previews"]] == [
+        ("pixels.png, a 3\u00d72 PNG", "Remove pixels.png", 3, 2), ("dot.gif, a 1\u00d71 GIF", "Remove dot.gif", 1, 1)]
+    assert all(p["src"].startswith("data:image/webp;base64,") for p in report["previews"]), "a thumbnail made in the page"
+    assert [p["alt"] for p in report["afterRemove"]] == ["pixels.png, a 3\u00d72 PNG"]
+    first = report["bodies"][0]
+    [message] = first["messages"]
+    text, image = message["content"]
+    assert {**first, "messages": None} == {**BODY, "messages": None}, "no model named: the Worker picks VISION_MODEL"
+    assert text == {"type": "text", "text": PICTURE_QUESTION} and image.keys() == {"type", "image_url"}
+    header, data = image["image_url"]["url"].split(",", 1)
+    sent = base64.b64decode(data, validate=True)
+    assert header == "data:image/png;base64" and len(sent) == report["pngBytes"] and struct.unpack(">II", sent[16:24]) == (3, 2)
+    answer = report["answer"]
+    assert answer["outcome"] == "complete" and answer["text"].startswith("I see a 3\u00d72 PNG."), answer["text"][:80]
+    assert report["model"] == VISION_MODEL
+    [got] = [r for r in ai_runs(run, 1) if r.get("images") == 1]
+    assert (got["model"], got["image_bytes"]) == (VISION_MODEL, report["pngBytes"]), "what reached the model"
+    assert report["attachedAfterSend"] == 0
+    assert report["shown"][0] == {"text": PICTURE_QUESTION, "described": [], "images": [
+        {"src": "data:image/webp;base64,", "alt": "pixels.png, a 3\u00d72 PNG", "width": 3, "height": 2}]}
+    assert report["foreign"] == [], "nothing remote is loaded"
+
+
+def test_the_next_turn_re_sends_a_held_image_and_after_a_reload_sends_a_placeholder_part(run_pages):
+    run = image_run(run_pages)
+    report = run.report("image_turns")
+    first, second, third = report["bodies"]
+    assert second["messages"][0] == first["messages"][0], "held in this page's memory: sent again"
+    assert report["second"]["text"].startswith("I see a 3\u00d72 PNG.")
+    question, answer, follow_up, answer_2, last = third["messages"]
+    assert question == {"role": "user", "content": [{"type": "text", "text": PICTURE_QUESTION}, {"type": "text", "text": PLACEHOLDER}]}
+    assert follow_up == {"role": "user", "content": "And the colours?"} and last == {"role": "user", "content": "Is it still there?"}
+    assert answer["content"].startswith("I see") and answer_2["content"].startswith("I see")
+    assert report["third"]["outcome"] == "complete" and not report["third"]["text"].startswith("I see"), "no image reached the model"
+    [again] = ai_runs(run, 2)
+    [after_reload] = ai_runs(run, 3)
+    assert (again["model"], again["images"], again["image_bytes"]) == (VISION_MODEL, 1, report["pngBytes"])
+    assert after_reload["images"] == 0, "the third call carried none"
+
+
+def test_a_reload_keeps_the_conversation_with_its_thumbnail_within_the_storage_bound(run_pages):
+    report = image_run(run_pages).report("image_turns")
+    question = report["saved"]["entries"][0]
+    [image] = question.pop("images")
+    assert question == {"role": "user", "content": PICTURE_QUESTION}
+    assert {k: v for k, v in image.items() if k not in ("id", "thumb")} == {
+        "name": "pixels.png", "type": "image/png", "width": 3, "height": 2, "size": report["pngBytes"]}
+    assert image["thumb"].startswith("data:image/webp;base64,")
+    assert "data:image/png" not in json.dumps(report["saved"]), "the image's bytes are never kept"
+    kept = report["kept"]
+    assert kept["thumbChars"] == [len(image["thumb"])] and kept["thumbChars"][0] <= THUMB_CHARS
+    assert kept["chatChars"] < MAX_CHAT_CHARS
+    assert report["afterReload"][0] == report["shown"][0], "the thumbnail is shown again"
+
+
+def test_an_oversized_file_and_files_that_are_not_images_are_refused_in_the_page_and_nothing_is_sent(run_pages):
+    report = image_run(run_pages).report("image_refused")
+    assert report["oversized"] == {"role": "alert", "visible": True, "attached": 0, "lines": [
+        "\u201chuge.png\u201d was not attached: it is 5.1 MiB, and an image may be at most 5 MiB."]}
+    assert report["notImage"]["lines"] == ["\u201cnotes.txt\u201d was not attached: its bytes are not a PNG, JPEG, WebP or GIF image."]
+    assert report["namedLikeAnImage"]["lines"] == [
+        "\u201cphoto.png\u201d was not attached: its bytes are not a PNG, JPEG, WebP or GIF image."], "the bytes decide, not the name"
+    assert report["notImage"]["attached"] == report["namedLikeAnImage"]["attached"] == 0
+    assert report["userMessages"] == 0 and report["bodiesBeforeSend"] == 0, "nothing sent"
+
+
+def test_a_dropped_and_a_pasted_image_are_attached_and_the_count_and_total_are_checked_before_sending(run_pages):
+    report = image_run(run_pages).report("image_refused")
+    assert report["noticeAfterDrop"] is False, "an image that passes clears the notice"
+    assert report["pasteKeptDefault"] is False, "a pasted picture is not pasted as text too"
+    assert [p["alt"] for p in report["droppedAndPasted"]] == ["dropped.gif, a 1\u00d71 GIF", "image.png, a 3\u00d72 PNG"]
+    assert all(3_000_000 < size < 3_100_000 for size in report["noiseBytes"])
+    [past_total] = report["pastTotal"]["lines"]
+    assert re.fullmatch(r"\u201cnoise-3\.png\u201d was not attached: the images of a message may total at most 6 MiB, "
+                        r"and with it they would be 8\.\d MiB\.", past_total), past_total
+    assert report["pastTotal"]["attached"] == 4
+    assert report["pastCount"]["lines"] == ["\u201cdot-5.gif\u201d was not attached: a message may carry at most 8 images."]
+    assert report["pastCount"]["attached"] == 8
+
+
+def test_a_full_composer_of_eight_images_within_the_bounds_is_answered_and_kept_as_thumbnails(run_pages):
+    run = image_run(run_pages)
+    report = run.report("image_refused")
+    [[question]] = report["sent"]
+    text, *images = question
+    assert text == {"type": "text", "text": "Describe them all."} and len(images) == 8
+    assert [part["url"] for part in images] == ["data:image/gif;base64,", "data:image/png;base64,", "data:image/png;base64,",
+                                                "data:image/png;base64,", *["data:image/gif;base64,"] * 4]
+    seen = ["a 1\u00d71 GIF", "a 3\u00d72 PNG", "a 1000\u00d71000 PNG", "a 1000\u00d71000 PNG", *["a 1\u00d71 GIF"] * 4]
+    assert report["answer"]["outcome"] == "complete"
+    assert report["answer"]["text"].startswith(f"I see {', '.join(seen[:-1])} and {seen[-1]}."), report["answer"]["text"][:200]
+    [got] = [r for r in ai_runs(run, 1) if r.get("images") == 8]
+    assert (got["model"], got["image_bytes"]) == (VISION_MODEL, sum(report["noiseBytes"][:2]) + 5 * report["gifBytes"] + report["pngBytes"])
+    [shown] = report["shown"]
+    assert len(shown["images"]) == 8 and all(image["src"] == "data:image/webp;base64," for image in shown["images"])
+    sides = {(image["width"], image["height"]) for image in shown["images"][2:4]}
+    assert len(sides) == 1 and 32 <= min(sides)[0] == min(sides)[1] <= 256, ("downscaled to 256 px or less", sides)
+    kept = report["kept"]
+    assert all(chars <= THUMB_CHARS for chars in kept["thumbChars"]), kept
+    assert kept["chatChars"] < MAX_CHAT_CHARS
+
+
+def test_a_refused_image_is_explained_by_its_name_and_the_turn_goes_back_into_the_composer(run_pages):
+    report = image_run(run_pages).report("image_model_refused")
+    answer = report["answer"]
+    notice = "The image \u201cpixels.png\u201d was not accepted: @cf/zai-org/glm-4.7-flash does not take images."
+    assert answer["outcome"] == "error" and answer["notice"] == notice
+    assert answer["retry"] is None and answer["status"] == "The message was not sent."
+    assert report["refusedBubble"] is True and report["bodies"] == 1
+    assert report["inputAfter"] == PICTURE_QUESTION
+    assert [p["alt"] for p in report["previewsAfter"]] == ["pixels.png, a 3\u00d72 PNG"], "the image is attached again"
+
+
+def test_a_chat_of_many_images_drops_its_oldest_thumbnails_to_stay_kept_and_a_remote_image_url_is_refused(run_pages):
+    report = image_run(run_pages).report("image_storage")
+    assert report["saved"] is True and report["keptChars"] <= MAX_CHAT_CHARS
+    kept = report["withThumb"]
+    assert 10 < len(kept) < 30 and kept == [f"Picture {turn}" for turn in range(30 - len(kept), 30)], "the newest keep theirs"
+    assert report["onScreenKeepsAll"] == 30, "the chat on screen is not changed"
+    assert report["hostileLoaded"] is None, "a kept image that is not a data: URL of an image is not loaded"
 
 
 # --- tool calls: markup, bad input, unknown tools and the bound on rounds ----------------

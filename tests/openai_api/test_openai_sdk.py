@@ -22,6 +22,7 @@ from tests.harness.scenarios import (
     sleep,
     usage_frame,
 )
+from tests.image_files import image_part, png
 
 MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL
 FALLBACK = "@cf/google/gemma-4-26b-a4b-it"  # and its FALLBACK_MODELS
@@ -185,7 +186,7 @@ async def test_a_client_system_message_is_accepted_and_content_parts_are_joined(
         pytest.param({"messages": [{"role": "tool", "content": "x", "tool_call_id": "t"}]}, "messages[0].tool_call_id",
                      id="tool-result-without-its-call"),
         pytest.param({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
-                     "messages[0].content[0]", id="image-part"),
+                     "messages[0].content[0]", id="image-not-a-data-url"),
     ],
 )
 async def test_requests_that_cannot_be_honoured_raise_bad_request_naming_the_field(start_runtime, kwargs, param):
@@ -300,3 +301,21 @@ async def test_a_browser_preflight_for_the_js_sdks_own_headers_is_granted(start_
                                json={"model": MODEL, "messages": user("hello")})
     assert response.headers["access-control-allow-origin"] == "https://app.example"
     assert "x-request-id" in response.headers["access-control-expose-headers"]
+
+
+# --- images (issue 30; docs/images.md) ---------------------------------------------------
+
+
+async def test_an_image_streamed_and_collected_is_answered_by_the_vision_model_named_in_model(start_runtime):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, ai_format=None))
+    question = [{"role": "user", "content": [{"type": "text", "text": "What is this?"}, image_part(png(3, 2))]}]
+    completion = await sdk(runtime).chat.completions.create(model=FALLBACK, messages=question)
+    assert completion.model == FALLBACK and completion.choices[0].finish_reason == "stop"
+    assert completion.choices[0].message.content.startswith("I see a 3\u00d72 PNG.")
+    stream = await sdk(runtime).chat.completions.create(model=FALLBACK, messages=question, stream=True)
+    chunks = [chunk async for chunk in stream]
+    assert {chunk.model for chunk in chunks} == {FALLBACK}
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == completion.choices[0].message.content
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk(runtime).chat.completions.create(model=MODEL, messages=question)
+    assert refused.value.param == "messages[0].content[1]" and "does not take images" in refused.value.message

@@ -8,6 +8,7 @@ import json
 import httpx
 import pytest
 
+from chat.api.images import MAX_IMAGE_TEXT_BYTES
 from tests.harness.client import USER, chat
 from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import (
@@ -136,16 +137,18 @@ async def test_bad_requests_get_a_json_error_and_no_inference(start_runtime, htt
 async def test_body_over_the_limit_is_refused_while_reading_without_content_length(start_runtime):
     # workerd alone: wrangler dev's proxy sometimes gives no response at all to an upload it
     # is still forwarding when the Worker has answered (issue 28). A raw connection that
-    # sends just past the 64 KiB limit and then waits: a client still sending after the early
-    # 413 can meet a reset that loses the answer (seen under load with httpx, issue 28), which
-    # is TCP's doing, not the Worker's.
+    # sends just past the limit and then waits: a client still sending after the early 413
+    # can meet a reset that loses the answer (seen under load with httpx, issue 28), which
+    # is TCP's doing, not the Worker's. The limit of a chat route is MAX_BODY_BYTES and the
+    # room its images may take (issue 30), about 8.5 MB.
     runtime = start_runtime(RuntimeOptions(ai_pace=0, workerd_direct=True))
     reader, writer = await asyncio.open_connection("127.0.0.1", runtime.port)
+    limit = 64 * 1024 + MAX_IMAGE_TEXT_BYTES
     try:
         writer.write(b"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                      b"transfer-encoding: chunked\r\nconnection: close\r\n\r\n")
-        for _ in range(65):  # 66,560 bytes, none with a length announced
-            writer.write(b"400\r\n" + b" " * 1024 + b"\r\n")
+        for _ in range(limit // 65536 + 1):  # just past the limit, none with a length announced
+            writer.write(b"10000\r\n" + b" " * 65536 + b"\r\n")
         await writer.drain()
         response = await asyncio.wait_for(reader.read(), timeout=30)
     finally:

@@ -12,6 +12,7 @@ import pytest
 from tests.harness.client import chat
 from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import echo, error, scripted_options, sleep
+from tests.image_files import data_url, png
 
 ROOT = Path(__file__).resolve().parents[2]
 READER = Path(__file__).with_name("read_with_ai_sdk.mjs")
@@ -99,3 +100,13 @@ async def test_a_resumable_ui_chat_needs_its_chat_id(start_runtime, http):
     assert response.status_code == 400 and "id" in response.json()["error"]["message"]
     bad = await http.post(runtime.url + "/api/ui-chat", json={"messages": ui_messages("hi"), "resumable": True, "id": "a/b"})
     assert bad.status_code == 400
+
+
+async def test_a_file_part_as_use_chat_sends_an_attached_image_is_answered_about_that_image(start_runtime):
+    # What DefaultChatTransport sends for sendMessage({text, files}): the files' parts
+    # (convertFileListToFileUIParts: a data URL and the browser's type) before the text.
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, ai_format=None))
+    file_part = {"type": "file", "mediaType": "image/png", "filename": "dot.png", "url": data_url(png(3, 2))}
+    read = read_with_ai_sdk(runtime.url, [{"id": "m0", "role": "user", "parts": [file_part, {"type": "text", "text": "What is it?"}]}])
+    assert read["errors"] == [] and read["text"].startswith("I see a 3\u00d72 PNG.")
+    assert read["chunks"][-1] == "finish"

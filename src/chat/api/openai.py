@@ -44,10 +44,9 @@ def openai_error_body(error: ApiError, request_id: str) -> str:
 def model_list(config: Config) -> dict[str, Any]:
     """GET /v1/models: the models this Worker serves, in OpenAI's list shape. Workers AI
     does not say when a model was made, so `created` is 0."""
-    served = dict.fromkeys(config.models)  # in order, once each
     return {
         "object": "list",
-        "data": [{"id": model, "object": "model", "created": 0, "owned_by": "workers-ai"} for model in served],
+        "data": [{"id": model, "object": "model", "created": 0, "owned_by": "workers-ai"} for model in config.served_models],
     }
 
 
@@ -102,7 +101,8 @@ def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
 
 def _plain_message(message: Any, index: int) -> Any:
     """An OpenAI message reduced to what checked_messages reads: `developer` is a system
-    message, text parts are joined (a tool result's too), `name` is dropped, `tool_calls`
+    message, text parts are joined (a tool result's too) but a user message's, which may
+    hold images, `name` is dropped, `tool_calls`
     and `tool_call_id` are kept. The legacy function messages are refused with a pointer
     to their tool forms; anything else is left for checked_messages to refuse."""
     where = f"messages[{index}]"
@@ -116,12 +116,13 @@ def _plain_message(message: Any, index: int) -> Any:
         raise invalid_request(f'{where}.role: function messages are the legacy form, not supported here; send "tool" messages '
                               "with tool_call_id.", param=f"{where}.role")
     content = message.get("content")
-    if isinstance(content, list):
+    if isinstance(content, list) and role != "user":  # a user's parts, images among them, are checked_messages'
         texts = []
         for part_index, part in enumerate(content):
             if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
                 field = f"{where}.content[{part_index}]"
-                raise invalid_request(f"{field}: only text parts are supported here.", param=field)
+                raise invalid_request(f"{field}: only text parts are taken in a message of this role; images go in user messages.",
+                                      param=field)
             texts.append(part["text"])
         content = "\n".join(texts)
     plain = {"role": "system" if role == "developer" else role, "content": content}

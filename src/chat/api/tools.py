@@ -272,8 +272,9 @@ def checked_tool_message(message: Mapping[str, Any], where: str, calls: Mapping[
 
 def input_chars(message: Mapping[str, Any]) -> int:
     """What a checked message counts towards MAX_INPUT_CHARS: its content (a tool result
-    included) and its calls' arguments."""
-    chars: int = len(message["content"])
+    included; of a list of parts, the text parts) and its calls' arguments."""
+    content = message["content"]
+    chars = len(content) if isinstance(content, str) else sum(len(part["text"]) for part in content if part["type"] == "text")
     for call in message.get("tool_calls", ()):
         chars += len(call["function"]["arguments"])
     return chars

@@ -7,13 +7,14 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any, cast
 
-from chat.api import tools
+from chat.api import images, tools
 from chat.config import Config
 from chat.model import catalog
 from chat.output import schema as output_schema
-from chat.turn import ChatTurn, Message, OutputFormat
+from chat.turn import ChatTurn, ContentPart, Message, OutputFormat
 from chat.web.errors import ApiError, invalid_request
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
@@ -56,6 +57,11 @@ def parse_json_body(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiError("invalid_json", "The request body is not valid UTF-8.") from None
+    return parse_json_text(text)
+
+
+def parse_json_text(text: str) -> Any:
+    """parse_json_body for a body already decoded (chat.platform.edge decodes it in JS)."""
     try:
         return loads_bounded(text)
     except JSONDepthError:
@@ -69,9 +75,21 @@ def parse_json_body(body: bytes) -> Any:
 
 
 def validate_chat(payload: Any, config: Config) -> ChatTurn:
-    """The chat turn in `payload`, or ApiError(400, invalid_request) naming the bad field."""
+    """The chat turn in `payload`, or ApiError naming the bad field (400; 413 for an
+    image's bytes)."""
     messages = checked_message_list(payload, config)
     return checked_turn(payload, messages, config, position=lambda index: index, resumable=_resumable(payload.get("resumable")))
+
+
+PartName = Callable[[int, int], str]
+
+
+def body_too_large(payload: Any, body_bytes: int, config: Config) -> bool:
+    """Whether a body a route that takes images read (MAX_BODY_BYTES plus the images'
+    allowance) is too large once its images' data URLs are set aside: the rest of it is
+    held to MAX_BODY_BYTES, as a body without images is. Counted before any check, so a
+    413 comes first, as it does for a body refused while it was read."""
+    return body_bytes - images.data_url_chars(payload) > config.max_body_bytes
 
 
 def checked_message_list(payload: Any, config: Config) -> list[Any]:
@@ -91,19 +109,26 @@ def checked_message_list(payload: Any, config: Config) -> list[Any]:
 def checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int],
     counted: str = "entries", system: bool = False, model_required: bool = False, resumable: bool = False,
-    max_tokens: int | None = None,
+    max_tokens: int | None = None, part_name: PartName | None = None,
 ) -> ChatTurn:
     """The fields every surface shares, checked once: the model choice, tools, messages
-    (plain messages in the binding's shape, converted by the surface; `position`, `counted`
-    and `system` as checked_messages takes them), max_tokens (unless the surface read its
-    own), temperature, reasoning_effort, gateway and response_format. Then the models that
-    can answer it (chat.model.catalog's capabilities)."""
+    (plain messages in the binding's shape, converted by the surface; `position`, `counted`,
+    `system` and `part_name` as checked_messages takes them), max_tokens (unless the
+    surface read its own), temperature, reasoning_effort, gateway and response_format. Then
+    the models that can answer it (chat.model.catalog's capabilities): a turn with images
+    and no model named goes to VISION_MODEL first."""
     named = model_required or payload.get("model") is not None
     models = checked_model_choice(payload.get("model"), config) if named else ()
     tool_inputs = tools.checked_tool_fields(payload)
     output = checked_response_format(payload.get("response_format"))
-    checked = checked_messages(messages, config, position=position, counted=counted, system=system)
+    budget = images.ImageBudget()
+    checked = checked_messages(messages, config, position=position, counted=counted, system=system, part_name=part_name,
+                               budget=budget)
     needs: list[tuple[catalog.Capability, str]] = []
+    if budget.first is not None:
+        needs.append(("vision", budget.first))
+        if not named:
+            models = config.vision_models
     if tools.uses_tools(tool_inputs, checked):
         needs.append(("tools", "tools" if tool_inputs else "messages"))
     if output is not None and output.kind != "text":
@@ -131,6 +156,7 @@ _LACKING: dict[str, tuple[str, str]] = {
     "tools": ("does not take tools", "takes tools"),
     "json_object": ("cannot answer in JSON mode", "answers in JSON mode"),
     "json_schema": ("cannot answer to a JSON schema", "answers to a JSON schema"),
+    "vision": ("does not take images", "takes images"),
 }
 
 
@@ -162,10 +188,10 @@ def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:
     a string, 404 `model_not_found` for one not served here (GET /v1/models lists them)."""
     if not isinstance(model, str):
         raise invalid_request("model must be a string naming a model of GET /v1/models.", param="model")
-    if model not in config.models:
+    if model not in config.served_models:
         # The name is not echoed: it can be anything, of any length.
         raise ApiError("model_not_found", "This model is not served here; GET /v1/models lists the models that are.", param="model")
-    return (model, *[other for other in dict.fromkeys(config.models) if other != model])
+    return (model, *[other for other in config.models if other != model])
 
 
 RESPONSE_FORMATS = ("text", "json_object", "json_schema")
@@ -240,7 +266,7 @@ def checked_gateway_options(value: Any) -> bool:
 
 def checked_messages(
     messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False,
-    counted: str = "entries",
+    counted: str = "entries", part_name: PartName | None = None, budget: images.ImageBudget | None = None,
 ) -> tuple[Message, ...]:
     """The messages in the binding's shape, or ApiError(invalid_request) naming the bad one.
 
@@ -253,7 +279,14 @@ def checked_messages(
     errors name the client's own message even when some were left out or one became
     several. `system`: whether the client may send system messages (else they are the
     server's alone). `counted`: what the refusal of more than MAX_MESSAGES calls the
-    entries of `messages`, when they are not the client's own."""
+    entries of `messages`, when they are not the client's own.
+
+    A user message's content may instead be a list of text and image parts (OpenAI's
+    shape; chat.api.images checks each image, spending from `budget`); `part_name(index,
+    part)` gives a part's name in the client's request (default: `messages[i].content[k]`).
+    Text parts count towards MAX_INPUT_CHARS; images have their own bounds."""
+    budget = budget if budget is not None else images.ImageBudget()
+    name_part = part_name or (lambda index, part: f"messages[{position(index)}].content[{part}]")
     # MAX_MESSAGES bounds what the model reads: on /api/ui-chat, after each tool result
     # became a message of its own.
     if len(messages) > config.max_messages:
@@ -279,9 +312,13 @@ def checked_messages(
             entry = tools.checked_tool_message(message, where, calls)
         else:
             content = message.get("content")
-            if not isinstance(content, str) or not content.strip(WHITESPACE):
-                raise invalid_request(f"{where}.content must be a string with a character other than whitespace.", param=f"{where}.content")
-            entry = {"role": role, "content": content}
+            if role == "user" and isinstance(content, list):
+                entry = {"role": role, "content": _checked_parts(content, where, partial(name_part, index), budget)}
+            elif not isinstance(content, str) or not content.strip(WHITESPACE):
+                what = "a string, or a list of text and image parts," if role == "user" else "a string"
+                raise invalid_request(f"{where}.content must be {what} with a character other than whitespace.", param=f"{where}.content")
+            else:
+                entry = {"role": role, "content": content}
         total_chars += tools.input_chars(entry)
         checked.append(entry)
     if total_chars > config.max_input_chars:
@@ -291,6 +328,37 @@ def checked_messages(
         raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
     # Each entry was built in Message's shape above (or by chat.api.tools).
     return cast(tuple[Message, ...], tuple(checked))
+
+
+def _checked_parts(parts: list[Any], where: str, name: Callable[[int], str], budget: images.ImageBudget) -> str | list[ContentPart]:
+    # A user message's parts in OpenAI's shape: {"type": "text", "text"} and {"type":
+    # "image_url", "image_url": {"url", "detail"?}}; text parts alone are joined into text.
+    # `detail` is not sent on: no Workers AI model's schema takes it (docs/images.md).
+    checked: list[ContentPart] = []
+    has_text = False
+    for index, part in enumerate(parts):
+        at = name(index)
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and isinstance(part.get("text"), str):
+            checked.append({"type": "text", "text": part["text"]})
+            has_text = has_text or bool(part["text"].strip(WHITESPACE))
+        elif kind == "image_url" and isinstance(part.get("image_url"), dict):
+            detail = part["image_url"].get("detail")
+            if detail is not None and detail not in ("auto", "low", "high"):
+                raise invalid_request(f'{at}.image_url.detail must be "auto", "low" or "high".', param=f"{at}.image_url.detail")
+            url, _ = images.checked_data_url(part["image_url"].get("url"), at, budget)
+            checked.append({"type": "image_url", "image_url": {"url": url}})
+        else:
+            raise invalid_request(f'{at} must be a text part ({{"type": "text", "text": ...}}) or an image part '
+                                  f'({{"type": "image_url", "image_url": {{"url": "data:image/...;base64,..."}}}}).', param=at)
+    if not any(part["type"] == "image_url" for part in checked):
+        # Text alone is sent as text, as before images: every model's schema takes that.
+        text = "\n".join(part["text"] for part in checked if part["type"] == "text")
+        if not has_text:
+            raise invalid_request(f"{where}.content must hold an image or a text part with a character other than whitespace.",
+                                  param=f"{where}.content")
+        return text
+    return checked
 
 
 def checked_max_tokens(value: Any, config: Config, field: str = "max_tokens") -> int:
@@ -346,11 +414,13 @@ def checked_temperature(value: Any, model: str) -> float | None:
 def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     """A chat turn from the AI SDK's `useChat` body (`messages` as UIMessages with `parts`).
 
-    The text parts of a user message become its content. An assistant message is split
-    into steps at its `step-start` parts; each step becomes an assistant message with its
-    text and the tool calls that have a result, followed by a tool message for each
-    (chat.api.tools.ui_tool_exchange). What carries nothing the model call uses (files,
-    reasoning, calls still without a result) is left out, and so is a step with neither
+    The text parts of a user message become its content, and its `file` parts images
+    (an image/* media type, or none: the bytes say what it is; any other is a 400 naming
+    the part, never left out). An assistant message is split into steps at its
+    `step-start` parts; each step becomes an assistant message with its text and the tool
+    calls that have a result, followed by a tool message for each
+    (chat.api.tools.ui_tool_exchange). What carries nothing the model call uses
+    (reasoning, calls still without a result) is left out, and so is a step with neither
     text nor such calls, so the conversation can go on. Then the same rules as /api/chat
     apply, with field names pointing at the UIMessage.
     """
@@ -359,6 +429,7 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
     messages = checked_message_list(payload, config)
     plain: list[dict[str, Any]] = []
     positions: list[int] = []
+    part_names: dict[tuple[int, int], str] = {}  # (model message, content part) -> the UI part's name
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict) or not isinstance(message.get("parts"), list):
@@ -369,13 +440,16 @@ def validate_ui_chat(payload: Any, config: Config) -> ChatTurn:
         if role == "assistant":
             converted = _ui_assistant_messages(message["parts"], where)
         else:
-            converted = [{"role": role, "content": _ui_text(message["parts"], where)}]
+            content, names = _ui_user_content(message["parts"], where)
+            part_names.update({(len(plain), part): name for part, name in enumerate(names)})
+            converted = [{"role": role, "content": content}]
         plain.extend(converted)
         positions.extend([index] * len(converted))
     if not plain:
         raise invalid_request("messages holds no message with text.")
     turn = checked_turn(payload, plain, config, position=positions.__getitem__, resumable=_resumable(payload.get("resumable")),
-                        counted="model messages once tool calls and results count as theirs")
+                        counted="model messages once tool calls and results count as theirs",
+                        part_name=lambda message, part: part_names[message, part])
     last = messages[-1]
     if last.get("role") == "assistant" and _is_message_id(last.get("id")):
         # The SDK appends the answer to that message when `start` names it; a new id
@@ -393,6 +467,31 @@ def _is_message_id(value: object) -> bool:
     # The SDK makes 16-character ids; an app may set its own (UUIDs): the same rule as the
     # ids of tool calls, so that any id a client may send is continued, not replaced.
     return isinstance(value, str) and 0 < len(value) <= tools.MAX_ID_CHARS and value.isprintable()
+
+
+def _ui_user_content(parts: list[Any], where: str) -> tuple[str | list[Any], list[str]]:
+    # A user's text, or, when it attached files, its text and images as OpenAI's parts (the
+    # images checked by checked_messages), with each part's name in the UI message.
+    if not any(isinstance(part, dict) and part.get("type") == "file" for part in parts):
+        return _ui_text(parts, where), []
+    content: list[Any] = []
+    names: list[str] = []
+    for part_index, part in enumerate(parts):
+        at = f"{where}.parts[{part_index}]"
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "file":
+            media_type = part.get("mediaType")
+            # The browser's type of a file can be "": then its bytes decide (chat.api.images).
+            if not isinstance(media_type, str) or (media_type and not media_type.lower().startswith("image/")):
+                raise invalid_request(f"{at}: only images are taken as files ({images.FORMATS_NAMED}), and this part's "
+                                      "mediaType is not image/*.", param=at)
+            content.append({"type": "image_url", "image_url": {"url": part.get("url")}})
+            names.append(at)
+        elif part.get("type") == "text":
+            content.append({"type": "text", "text": _ui_text([part], where)})
+            names.append(at)
+    return content, names
 
 
 def _ui_text(parts: list[Any], where: str) -> str:
@@ -424,6 +523,8 @@ def _ui_assistant_messages(parts: list[Any], where: str) -> list[dict[str, Any]]
             if not isinstance(part, dict):
                 continue
             at = f"{where}.parts[{part_index}]"
+            if part.get("type") == "file":
+                raise invalid_request(f"{at}: files are taken in user messages only.", param=at)
             exchange = tools.ui_tool_exchange(part, at)
             if exchange is None:
                 continue

@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
+from chat.api.images import MAX_IMAGE_TEXT_BYTES
 from chat.api.openai import model_list, validate_completion
-from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.api.validation import body_too_large, is_json_media_type, parse_json_text, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
 from chat.model.call import model_call
@@ -76,9 +77,17 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
 
 
 async def _read_payload(edge: JsEdge, config: Config) -> Any:
+    """The JSON body of a chat turn. Its images' data URLs may take MAX_IMAGE_TEXT_BYTES
+    beyond MAX_BODY_BYTES (docs/images.md, "Bounds"); the rest is held to MAX_BODY_BYTES."""
     if not is_json_media_type(edge.request.header("content-type")):
         raise ApiError("unsupported_media_type")
-    return parse_json_body(await edge.read_body(config.max_body_bytes))
+    text, size = await edge.read_text(config.max_body_bytes + MAX_IMAGE_TEXT_BYTES)
+    payload = parse_json_text(text)
+    del text  # megabytes, with images: not held while the turn is checked
+    if body_too_large(payload, size, config):
+        raise ApiError("payload_too_large", f"The request body is larger than {config.max_body_bytes} bytes, "
+                       "besides the data URLs of its images.")
+    return payload
 
 
 async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

@@ -146,9 +146,20 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
         basis: object = ["chat", turn.chat_id]
     else:
         opening = next((i for i, message in enumerate(turn.messages) if message["role"] == "user"), 0)
-        basis = list(turn.messages[: opening + 1])
+        basis = [_without_image_bytes(message) for message in turn.messages[: opening + 1]]
     data = json.dumps([client, basis], sort_keys=True).encode("utf-8", "surrogatepass")
     return "ses-" + hashlib.sha256(data).hexdigest()[:32]
+
+
+def _without_image_bytes(message: Mapping[str, Any]) -> object:
+    # An image stands in by its start and length: its megabytes, written out again and
+    # encoded for the digest, would be two more copies in the isolate's memory.
+    content = message["content"]
+    if isinstance(content, str):
+        return message
+    parts = [part if part["type"] == "text" else {"image": part["image_url"]["url"][:128], "chars": len(part["image_url"]["url"])}
+             for part in content]
+    return {**message, "content": parts}
 
 
 def _metadata(request_id: str, route: str, client: str | None) -> dict[str, str]:

@@ -34,11 +34,14 @@ SOURCES = (
     "cloudflare-docs src/content/workers-ai-models/<model>.json (each model's response_format, read 2026-12-02)",
     "https://developers.cloudflare.com/workers-ai/features/reject-if-busy/ and changelog 2026-09-17 (rejectIfBusy: 429, 3040)",
     "github.com/cloudflare/ai packages/workers-ai-provider 4.0.0: src/streaming.ts, test/stream-text.test.ts",
+    "cloudflare-docs src/content/workers-ai-models/<model>.json, properties: {\"property_id\": \"vision\", \"value\": \"true\"}"
+    " (read 2026-12-02; the page's \"Vision: Yes\" row; docs/images.md)",
 )
 
 Framing = Literal["native", "openai"]
-# What a turn may need of a model: tools, or an answer in a JSON mode (response_format).
-Capability = Literal["tools", "json_object", "json_schema"]
+# What a turn may need of a model: tools, an answer in a JSON mode (response_format), or
+# sight of its images.
+Capability = Literal["tools", "json_object", "json_schema", "vision"]
 # OpenAI's reasoning_effort values (what clients send), weakest first.
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
@@ -107,6 +110,7 @@ class Model:
     paid_only: bool = False
     prompt_caching: bool = False  # reports cached prompt tokens in its usage
     json_mode: JsonMode | None = None  # None: it takes no response_format
+    vision: bool = False  # takes image parts in its messages (its page's "Vision" property)
     ranges: Mapping[str, tuple[float, float]] = field(default_factory=lambda: _OPENAI_RANGES)
     note: str = ""
 
@@ -133,20 +137,20 @@ _KIMI_THINKING = Reasoning(field="reasoning", switch="thinking")
 MODELS: tuple[Model, ...] = (
     # The three Cloudflare recommends in place of the models retired on 2026-05-30.
     _openai("@cf/zai-org/glm-4.7-flash", 131_072, _VLLM_THINKING),
-    _openai("@cf/google/gemma-4-26b-a4b-it", 256_000, _VLLM_THINKING,
+    _openai("@cf/google/gemma-4-26b-a4b-it", 256_000, _VLLM_THINKING, vision=True,
             note="A reported issue (cloudflare-docs #29731) says 131,072 tokens are enforced, not 256,000."),
-    _openai("@cf/moonshotai/kimi-k2.6", 262_144, _KIMI_THINKING, paid_only=True),
+    _openai("@cf/moonshotai/kimi-k2.6", 262_144, _KIMI_THINKING, paid_only=True, vision=True),
     _openai("@cf/moonshotai/kimi-k2.7-code", 262_144, Reasoning(field="reasoning", switch=None, efforts=()), paid_only=True,
-            json_mode=None, note="Reasoning is always on (its schema locks enable_thinking to true). response_format: not checked yet."),
+            json_mode=None, vision=True, note="Reasoning is always on (its schema locks enable_thinking to true). response_format: not checked yet."),
     _openai("@cf/zai-org/glm-5.2", 262_144, _VLLM_THINKING, paid_only=True, json_mode=None, note=_JSON_UNCHECKED),
     _openai("@cf/zai-org/glm-5.3", 1_310_720, _VLLM_THINKING, paid_only=True, json_mode=None, note=_JSON_UNCHECKED),
     _openai("@cf/zai-org/glm-5.3-flash", 1_310_720, Reasoning(field="reasoning_content", switch=None, efforts=("low", "high", "max")),
-            paid_only=True, note="Reasoning cannot be turned off; unlisted efforts normalise to max."),
+            paid_only=True, vision=True, note="Reasoning cannot be turned off; unlisted efforts normalise to max."),
     _openai("@cf/deepseek-ai/deepseek-v4-flash-0731", 1_048_576,
             Reasoning(field="reasoning_content", switch=None, efforts=("none", "low", "high", "max")), paid_only=True),
     _openai("@cf/deepseek-ai/deepseek-v4-pro-0813", 1_048_576, Reasoning(field="reasoning_content", switch=None), paid_only=True,
             json_mode=None, note=_JSON_UNCHECKED),
-    _openai("@cf/qwen/qwen3.8-27b", 262_144, _VLLM_THINKING),
+    _openai("@cf/qwen/qwen3.8-27b", 262_144, _VLLM_THINKING, vision=True),
     _openai("@cf/nvidia/nemotron-3-120b-a12b", 256_000, _VLLM_THINKING),
     # Served the OpenAI way, with the native family's sampling ranges.
     # Their chat schema has no reasoning_effort (only the Responses input's reasoning.effort).
@@ -166,9 +170,12 @@ MODELS: tuple[Model, ...] = (
     Model(id="@cf/meta/llama-3.1-8b-instruct-fast", framing="native", reasoning=None, tools=False, context_window=None,
           ranges=_NATIVE_POSITIVE_PENALTIES, note="Its page states no context window and no function calling."),
     Model(id="@cf/meta/llama-4-scout-17b-16e-instruct", framing="native", reasoning=None, tools=True, context_window=131_000,
-          ranges=_NATIVE_POSITIVE_PENALTIES, json_mode=LEGACY_JSON),
+          ranges=_NATIVE_POSITIVE_PENALTIES, json_mode=LEGACY_JSON, vision=True,
+          note="Vision: its page's row says Yes; the page's JSON has no vision property (its schema takes image_url data URLs)."),
     Model(id="@cf/mistralai/mistral-small-3.1-24b-instruct", framing="native", reasoning=None, tools=False,
-          context_window=128_000, ranges=_NATIVE_POSITIVE_PENALTIES, note="Its page has guided_json, not response_format."),
+          context_window=128_000, ranges=_NATIVE_POSITIVE_PENALTIES,
+          note="Its page has guided_json, not response_format. Its schema takes image_url parts, but its page has no vision "
+               "property, so it is not sent images."),
     Model(id="@cf/qwen/qwq-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()), tools=False,
           context_window=24_000, ranges=_NATIVE_POSITIVE_PENALTIES, note="Thinks inside the answer text."),
     Model(id="@cf/deepseek-ai/deepseek-r1-distill-qwen-32b", framing="native", reasoning=Reasoning(field=None, switch=None, efforts=()),
@@ -226,6 +233,8 @@ def can(model_id: str, capability: Capability) -> bool:
         return True
     if capability == "tools":
         return model.tools
+    if capability == "vision":
+        return model.vision
     return model.json_mode is not None and capability in model.json_mode.kinds
 
 

@@ -56,9 +56,15 @@ class JsEdge:
     def respond(self, reply: Reply) -> Any:
         return ffi.response(reply.body, reply.status, reply.headers)
 
-    async def read_body(self, limit: int) -> bytes:
-        """The body, refused with ApiError(payload_too_large) past `limit` bytes whatever
-        Content-Length claims, or ApiError(invalid_request) when it cannot be read."""
+    async def read_text(self, limit: int) -> tuple[str, int]:
+        """The body as text, and its size in bytes. Refused with ApiError(payload_too_large)
+        past `limit` bytes whatever Content-Length claims, ApiError(invalid_json) when it is
+        not UTF-8, ApiError(invalid_request) when it cannot be read.
+
+        Its chunks are gathered on the JS side and cross into Python once, whole: Pyodide's
+        heap is WebAssembly memory, which grows to its high-water mark and never shrinks, and
+        a body of images is megabytes (docs/images.md, "Memory"). Each copy kept out of it
+        is one no later request pays for."""
         declared_length = self.request.header("content-length")
         if declared_length is not None and declared_length.isascii() and declared_length.isdigit():
             # Compared by length first: int() refuses a header of thousands of digits.
@@ -67,9 +73,9 @@ class JsEdge:
                 raise too_large(limit)
         body = self._js_request.body
         if body is None or body is jsnull:
-            return b""
+            return "", 0
         reader = body.getReader()
-        pieces: list[bytes] = []
+        pieces: list[Any] = []  # the JS chunks, never copied into Python
         size = 0
         try:
             while True:
@@ -81,12 +87,24 @@ class JsEdge:
                     raise ApiError("invalid_request", "The request body could not be read.") from None
                 if result.done:
                     break
-                # Counted before copying into Python: one huge piece must not cost its size.
                 size += int(result.value.byteLength)
                 if size > limit:
                     await reader.cancel()
                     raise too_large(limit)
-                pieces.append(result.value.to_bytes())
+                pieces.append(result.value)
         finally:
             reader.releaseLock()
-        return b"".join(pieces)
+        whole = pieces[0] if len(pieces) == 1 else js.Uint8Array.new(size)
+        if len(pieces) > 1:
+            offset = 0
+            for piece in pieces:
+                whole.set(piece, offset)
+                offset += int(piece.byteLength)
+        # One copy into Python, decoded there and let go: a JS string would cross as UTF-16
+        # first, twice the bytes (measured in docs/images.md, "Memory").
+        data = whole.to_bytes()
+        del whole, pieces
+        try:
+            return data.decode("utf-8"), size
+        except UnicodeDecodeError:
+            raise ApiError("invalid_json", "The request body is not valid UTF-8.") from None

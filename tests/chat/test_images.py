@@ -1,0 +1,275 @@
+"""Images in a chat turn (chat.api.images and the surfaces that read them): the format and
+size from the bytes, every bound at its edge, hostile headers, the parts on each surface,
+and the model a turn with images goes to."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chat.api import images
+from chat.api.images import ImageBudget, ImageError, checked_data_url, read_image
+from chat.api.openai import model_list, validate_completion
+from chat.api.validation import body_too_large, validate_chat, validate_ui_chat
+from chat.config import Config, ConfigError
+from chat.web.errors import ApiError
+from tests.image_files import (
+    data_url,
+    gif,
+    image_part,
+    jpeg_header,
+    png,
+    png_header_only,
+    webp_extended,
+    webp_lossless,
+    webp_lossy,
+)
+
+TEXT_MODEL = "@cf/zai-org/glm-4.7-flash"  # no vision (its page)
+VISION_MODEL = "@cf/google/gemma-4-26b-a4b-it"
+CONFIG = Config(model=TEXT_MODEL, fallback_models=("@cf/qwen/qwen3.8-27b",), vision_model=VISION_MODEL)
+
+
+@pytest.mark.parametrize(("data", "described"), [
+    pytest.param(png(3, 2), "a 3\u00d72 PNG", id="png"),
+    pytest.param(gif(1, 1), "a 1\u00d71 GIF", id="gif"),
+    pytest.param(jpeg_header(640, 480), "a 640\u00d7480 JPEG", id="jpeg"),
+    pytest.param(jpeg_header(17, 9, app_segments=30), "a 17\u00d79 JPEG", id="jpeg-after-many-segments"),
+    pytest.param(webp_lossless(300, 200), "a 300\u00d7200 WebP", id="webp-lossless"),
+    pytest.param(webp_extended(4000, 3000), "a 4000\u00d73000 WebP", id="webp-extended"),
+    pytest.param(webp_lossy(64, 48), "a 64\u00d748 WebP", id="webp-lossy"),
+])
+def test_the_format_and_pixel_size_are_read_from_the_bytes(data: bytes, described: str) -> None:
+    assert read_image(data).describe() == described
+
+
+@pytest.mark.parametrize("data", [
+    pytest.param(b"", id="empty"),
+    pytest.param(b"%PDF-1.7\n", id="pdf"),
+    pytest.param(b"<svg xmlns='http://www.w3.org/2000/svg'/>", id="svg"),
+    pytest.param(png(3, 2)[:20], id="png-cut-in-its-header"),
+    pytest.param(png(3, 2)[:10], id="png-cut-before-its-header"),
+    pytest.param(png(3, 2)[:8] + b"\x00\x00\x00\x0dIDAT" + b"\x00" * 13, id="png-without-a-header-first"),
+    pytest.param(png_header_only(0, 5), id="png-of-no-pixels"),
+    pytest.param(jpeg_header(4, 4)[:-8], id="jpeg-cut-in-its-frame-header"),
+    pytest.param(b"\xff\xd8\xff\xda\x00\x02", id="jpeg-scan-before-frame"),
+    pytest.param(b"\xff\xd8" + b"\xff" * 5000, id="jpeg-of-fill-bytes"),
+    pytest.param(b"\xff\xd8\xff\xe1\x00\x01", id="jpeg-segment-shorter-than-its-length"),
+    pytest.param(b"\xff\xd8" + b"\xff\xe1\x00\x02" * 2000 + b"\xff\xc0", id="jpeg-more-segments-than-read"),
+    pytest.param(b"\xff\xd8\x00\x00", id="jpeg-not-a-marker"),
+    pytest.param(webp_lossless(2, 2)[:22], id="webp-cut"),
+    pytest.param(b"RIFF\x00\x00\x00\x00WEBPVP8Q", id="webp-unknown-chunk"),
+    pytest.param(b"GIF89a\x00\x00\x01\x00", id="gif-of-no-pixels"),
+])
+def test_bytes_that_are_no_image_taken_here_are_refused_with_a_reason(data: bytes) -> None:
+    with pytest.raises(ImageError) as refused:
+        read_image(data)
+    assert str(refused.value)
+
+
+@given(st.binary(max_size=200))
+def test_any_bytes_are_read_or_refused_never_anything_else(data: bytes) -> None:
+    for prefix in (b"", b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"RIFF\x00\x00\x00\x00WEBP", b"GIF89a"):
+        try:
+            image = read_image(prefix + data)
+        except ImageError:
+            continue
+        assert image.width > 0 and image.height > 0 and image.size == len(prefix + data)
+
+
+def url_refusal(url: Any, budget: ImageBudget | None = None) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        checked_data_url(url, "messages[0].content[1]", budget or ImageBudget())
+    assert refused.value.param == "messages[0].content[1]"
+    assert refused.value.message.startswith("messages[0].content[1]")
+    return refused.value
+
+
+@pytest.mark.parametrize("url", [
+    pytest.param("https://example.com/cat.png", id="https"),
+    pytest.param("http://169.254.169.254/latest", id="metadata-address"),
+    pytest.param("file:///etc/passwd", id="file"),
+    pytest.param(7, id="not-a-string"),
+    pytest.param("data:image/png,%89PNG", id="not-base64"),
+    pytest.param("data:image/png;base64", id="no-comma"),
+    pytest.param("data:image/png;base64,iVBO$$$", id="bad-base64"),
+    pytest.param("data:image/png;base64,iVBORw0K GgoAAAANSUhEUg==", id="whitespace-in-base64"),
+    pytest.param("data:image/png;base64,iVBORw0KGgo", id="bad-padding"),
+    pytest.param("data:image/png;base64,é", id="non-ascii"),
+    pytest.param(data_url(b"%PDF-1.7", "application/pdf"), id="declared-not-an-image"),
+    pytest.param(data_url(b"%PDF-1.7", "image/png"), id="declared-png-but-pdf"),
+    pytest.param(data_url(png_header_only(100_000, 100_000)), id="bomb-declared-huge"),
+    pytest.param(data_url(png_header_only(8193, 1)), id="one-side-too-long"),
+    pytest.param(data_url(png_header_only(4097, 4096)), id="too-many-pixels"),
+])
+def test_a_url_that_is_not_a_readable_image_in_bounds_is_a_400_naming_the_part(url: Any) -> None:
+    assert url_refusal(url).status == 400
+
+
+def test_the_pixel_bounds_are_inclusive() -> None:
+    checked_data_url(data_url(png_header_only(images.MAX_IMAGE_SIDE, 2048)), "p", ImageBudget())
+    checked_data_url(data_url(png_header_only(4096, 4096)), "p", ImageBudget())
+
+
+def test_the_media_type_sent_on_is_the_one_the_bytes_show() -> None:
+    url, image = checked_data_url(data_url(gif(2, 2), "image/png"), "p", ImageBudget())
+    assert url.startswith("data:image/gif;base64,") and image.media_type == "image/gif"
+    as_sent = data_url(png(2, 2))
+    assert checked_data_url(as_sent, "p", ImageBudget())[0] is as_sent  # already right: not copied
+
+
+def padded_png(size: int) -> bytes:
+    """A PNG of exactly `size` bytes (a valid header, then padding a header reader ignores)."""
+    head = png(1, 1)
+    return head + b"\x00" * (size - len(head))
+
+
+def test_an_image_of_exactly_the_byte_bound_is_taken_and_one_byte_more_is_a_413() -> None:
+    checked_data_url(data_url(padded_png(images.MAX_IMAGE_BYTES)), "p", ImageBudget())
+    refusal = url_refusal(data_url(padded_png(images.MAX_IMAGE_BYTES + 1)))
+    assert refusal.status == 413
+
+
+def test_a_requests_images_share_a_count_and_a_byte_bound_and_the_part_past_it_is_named() -> None:
+    budget = ImageBudget()
+    for index in range(images.MAX_IMAGES):
+        checked_data_url(data_url(png(1, 1)), f"part{index}", budget)
+    assert budget.first == "part0"
+    assert url_refusal(data_url(png(1, 1)), budget).status == 400
+    budget = ImageBudget()
+    big = data_url(padded_png(images.MAX_REQUEST_IMAGE_BYTES // 2))
+    checked_data_url(big, "a", budget)
+    checked_data_url(big, "b", budget)
+    assert url_refusal(data_url(png(1, 1)), budget).status == 413
+
+
+def user_parts(*parts: Any) -> dict[str, Any]:
+    return {"role": "user", "content": list(parts)}
+
+
+TEXT = {"type": "text", "text": "what is this?"}
+
+
+def refusal_of(validate: Any, body: dict[str, Any]) -> ApiError:
+    with pytest.raises(ApiError) as refused:
+        validate(body, CONFIG)
+    return refused.value
+
+
+def test_an_image_turn_naming_no_model_goes_to_vision_model_then_the_models_that_see() -> None:
+    turn = validate_chat({"messages": [user_parts(TEXT, image_part(png(3, 2)))]}, CONFIG)
+    assert turn.models == (VISION_MODEL, "@cf/qwen/qwen3.8-27b")
+    assert turn.messages[0]["content"] == [TEXT, {"type": "image_url", "image_url": {"url": data_url(png(3, 2))}}]
+    text_turn = validate_chat({"messages": [{"role": "user", "content": "hi"}]}, CONFIG)
+    assert text_turn.models == ()  # MODEL's own order: images change nothing for a text turn
+
+
+def test_a_named_model_without_vision_is_a_400_naming_the_first_image() -> None:
+    body = {"model": TEXT_MODEL, "messages": [user_parts(TEXT, image_part(png(3, 2)))]}
+    for validate in (validate_chat, validate_completion):
+        refusal = refusal_of(validate, body)
+        assert (refusal.status, refusal.param) == (400, "messages[0].content[1]")
+        assert refusal.message == f"messages[0].content[1]: {TEXT_MODEL} does not take images."
+
+
+def test_vision_model_is_served_by_name_and_listed() -> None:
+    body = {"model": VISION_MODEL, "messages": [user_parts(image_part(gif(1, 1)))]}
+    assert validate_completion(body, CONFIG).turn.models[0] == VISION_MODEL
+    assert [entry["id"] for entry in model_list(CONFIG)["data"]] == [TEXT_MODEL, "@cf/qwen/qwen3.8-27b", VISION_MODEL]
+
+
+def test_without_a_vision_model_an_image_turn_goes_to_the_models_that_see_or_is_refused() -> None:
+    seeing = Config(model=TEXT_MODEL, fallback_models=(VISION_MODEL,))
+    assert validate_chat({"messages": [user_parts(image_part(png(1, 1)))]}, seeing).models == (VISION_MODEL,)
+    blind = Config(model=TEXT_MODEL)
+    with pytest.raises(ApiError) as refused:
+        validate_chat({"messages": [user_parts(image_part(png(1, 1)))]}, blind)
+    assert refused.value.message == "messages[0].content[0]: none of the models this Worker serves takes images."
+
+
+def test_vision_model_must_be_a_model_that_sees() -> None:
+    with pytest.raises(ConfigError, match="VISION_MODEL"):
+        Config.from_env({"MODEL": TEXT_MODEL, "VISION_MODEL": TEXT_MODEL}.get)
+    with pytest.raises(ConfigError, match="VISION_MODEL"):
+        Config.from_env({"MODEL": TEXT_MODEL, "VISION_MODEL": "@cf/unum/uform-gen2-qwen-500m"}.get)
+    assert Config.from_env({"MODEL": TEXT_MODEL, "VISION_MODEL": ""}.get).vision_model is None
+
+
+@pytest.mark.parametrize(("message", "field"), [
+    pytest.param({"role": "assistant", "content": [image_part(png(1, 1))]}, "messages[0].content[0]", id="assistant-image"),
+    pytest.param({"role": "system", "content": [image_part(png(1, 1))]}, "messages[0].content[0]", id="system-image"),
+    pytest.param(user_parts({"type": "image_url", "image_url": "data:,"}), "messages[0].content[0]", id="image-url-not-an-object"),
+    pytest.param(user_parts({"type": "input_image", "image_url": data_url(png(1, 1))}), "messages[0].content[0]", id="responses-shape"),
+    pytest.param(user_parts({"type": "image_url", "image_url": {"url": data_url(png(1, 1)), "detail": "max"}}),
+                 "messages[0].content[0].image_url.detail", id="unknown-detail"),
+    pytest.param(user_parts({"type": "text", "text": "  "}), "messages[0].content", id="only-blank-text"),
+    pytest.param(user_parts(), "messages[0].content", id="no-parts"),
+])
+def test_parts_the_worker_cannot_send_are_400s_naming_them(message: dict[str, Any], field: str) -> None:
+    body = {"model": VISION_MODEL, "messages": [message, {"role": "user", "content": "hi"}]}
+    assert refusal_of(validate_completion, body).param == field
+
+
+def test_text_parts_alone_are_sent_as_text_and_count_towards_the_input_bound() -> None:
+    turn = validate_chat({"messages": [user_parts(TEXT, {"type": "text", "text": "and this"})]}, CONFIG)
+    assert turn.messages[0]["content"] == "what is this?\nand this"
+    small = Config(model=VISION_MODEL, max_input_chars=20)
+    with pytest.raises(ApiError, match="total 21 characters"):
+        validate_chat({"messages": [user_parts({"type": "text", "text": "x" * 21}, image_part(png(1, 1)))]}, small)
+    validate_chat({"messages": [user_parts({"type": "text", "text": "x" * 20}, image_part(png(1, 1)))]}, small)
+
+
+def ui_file(data: bytes, media_type: str = "image/png") -> dict[str, Any]:
+    return {"type": "file", "mediaType": media_type, "filename": "x", "url": data_url(data, media_type or "image/png")}
+
+
+def test_a_use_chat_file_part_becomes_an_image_and_its_refusal_names_the_ui_part() -> None:
+    body = {"messages": [{"role": "user", "parts": [ui_file(png(3, 2)), {"type": "text", "text": "what?"}]}]}
+    turn = validate_ui_chat(body, CONFIG)
+    assert turn.models[0] == VISION_MODEL
+    assert turn.messages[0]["content"] == [{"type": "image_url", "image_url": {"url": data_url(png(3, 2))}},
+                                           {"type": "text", "text": "what?"}]
+    assert validate_ui_chat({"messages": [{"role": "user", "parts": [ui_file(png(1, 1), "")]}]}, CONFIG).messages[0]["content"][0]
+    history = {"messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+                            {"role": "assistant", "parts": [{"type": "text", "text": "hello"}]},
+                            {"role": "user", "parts": [{"type": "text", "text": "see"}, ui_file(b"not an image")]}]}
+    assert refusal_of(validate_ui_chat, history).param == "messages[2].parts[1]"
+
+
+@pytest.mark.parametrize(("parts", "field"), [
+    pytest.param([ui_file(b"%PDF-1.7", "application/pdf"), {"type": "text", "text": "read this"}], "messages[0].parts[0]", id="pdf"),
+    pytest.param([{"type": "text", "text": "hi"}, {"type": "file", "mediaType": 5, "url": "data:,"}], "messages[0].parts[1]",
+                 id="media-type-not-a-string"),
+    pytest.param([{"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}], "messages[0].parts[0]",
+                 id="hosted-file"),
+])
+def test_a_file_part_that_is_not_an_image_is_a_400_naming_it_never_dropped(parts: list[Any], field: str) -> None:
+    refusal = refusal_of(validate_ui_chat, {"messages": [{"role": "user", "parts": parts}]})
+    assert (refusal.status, refusal.param) == (400, field)
+
+
+def test_a_file_part_in_an_assistant_message_is_refused() -> None:
+    body = {"messages": [{"role": "user", "parts": [{"type": "text", "text": "hi"}]},
+                         {"role": "assistant", "parts": [ui_file(png(1, 1))]}, {"role": "user", "parts": [{"type": "text", "text": "ok"}]}]}
+    assert refusal_of(validate_ui_chat, body).param == "messages[1].parts[0]"
+
+
+def test_a_body_past_max_body_bytes_is_too_large_unless_the_excess_is_its_images() -> None:
+    image = data_url(padded_png(100_000))
+    with_image = {"messages": [user_parts(TEXT, {"type": "image_url", "image_url": {"url": image}})]}
+    size = len(image) + 200
+    assert not body_too_large(with_image, size, Config(model=VISION_MODEL, max_body_bytes=300))
+    assert body_too_large(with_image, size + 200, Config(model=VISION_MODEL, max_body_bytes=300))
+    assert body_too_large({"messages": [{"role": "user", "content": "x" * 400}]}, 420, Config(model=VISION_MODEL, max_body_bytes=300))
+    ui = {"messages": [{"role": "user", "parts": [{"type": "file", "mediaType": "image/png", "url": image}]}]}
+    assert not body_too_large(ui, size, Config(model=VISION_MODEL, max_body_bytes=300))
+
+
+def test_image_bytes_never_reach_a_refusal() -> None:
+    secret = base64.b64encode(b"\x89PNG\r\n\x1a\nSECRET-BYTES-HERE").decode()
+    refusal = url_refusal(f"data:image/png;base64,{secret}")
+    assert secret[:12] not in refusal.message and "SECRET" not in refusal.message

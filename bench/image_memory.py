@@ -35,7 +35,8 @@ MIB = 1024 * 1024
 def largest_body(resumable: bool) -> dict[str, object]:
     half = png(2, 2)
     half += b"\x00" * (images.MAX_REQUEST_IMAGE_BYTES // 2 - len(half))
-    content = [{"type": "text", "text": "What is in these pictures?"}, image_part(half), image_part(half)]
+    # A character above U+FFFF in the question: the worst case for how Python stores text.
+    content = [{"type": "text", "text": "What is in these pictures? \U0001f600"}, image_part(half), image_part(half)]
     body: dict[str, object] = {"messages": [{"role": "user", "content": content}]}
     return {**body, "resumable": True} if resumable else {**body, "model": GEMMA}
 

@@ -5,6 +5,7 @@ and the model a turn with images goes to."""
 from __future__ import annotations
 
 import base64
+import json
 from typing import Any
 
 import pytest
@@ -12,9 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chat.api import images
+from chat.api.body import split as split_body
 from chat.api.images import ImageBudget, ImageError, checked_data_url, read_image
 from chat.api.openai import model_list, validate_completion
-from chat.api.validation import body_too_large, validate_chat, validate_ui_chat
+from chat.api.validation import validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.web.errors import ApiError
 from tests.image_files import (
@@ -258,15 +260,31 @@ def test_a_file_part_in_an_assistant_message_is_refused() -> None:
     assert refusal_of(validate_ui_chat, body).param == "messages[1].parts[0]"
 
 
-def test_a_body_past_max_body_bytes_is_too_large_unless_the_excess_is_its_images() -> None:
-    image = data_url(padded_png(100_000))
-    with_image = {"messages": [user_parts(TEXT, {"type": "image_url", "image_url": {"url": image}})]}
-    size = len(image) + 200
-    assert not body_too_large(with_image, size, Config(model=VISION_MODEL, max_body_bytes=300))
-    assert body_too_large(with_image, size + 200, Config(model=VISION_MODEL, max_body_bytes=300))
-    assert body_too_large({"messages": [{"role": "user", "content": "x" * 400}]}, 420, Config(model=VISION_MODEL, max_body_bytes=300))
-    ui = {"messages": [{"role": "user", "parts": [{"type": "file", "mediaType": "image/png", "url": image}]}]}
-    assert not body_too_large(ui, size, Config(model=VISION_MODEL, max_body_bytes=300))
+def test_a_bodys_data_urls_are_set_apart_as_ascii_and_come_back_in_place() -> None:
+    image = data_url(padded_png(10_000) + bytes(range(256)) * 4)  # every base64 character, "/" and "+" among them
+    assert "/" in image[30:] and "+" in image[30:]
+    payload = {"messages": [user_parts({"type": "text", "text": 'fine \U0001f600 "data:image/png;base64,' + "A" * 100 + '"'},
+                                       {"type": "image_url", "image_url": {"url": image}})], "other": image}
+    for body in (json.dumps(payload, ensure_ascii=False).encode(), json.dumps(payload).replace("/", "\\/").encode()):
+        split = split_body(body)
+        assert len(split.rest) < 1_000 and len(split.urls) == 2  # the one inside the text is text, left alone
+        assert all(url.isascii() for url in split.urls.values())
+        assert split.restored(json.loads(split.rest)) == payload
+        assert split.beside_images(len(body), [image]) == len(body) - len(image) - split.escapes
+    assert split.escapes > 0
+
+
+def test_no_client_can_write_a_placeholder_of_its_own() -> None:
+    image = data_url(padded_png(1_000))
+    first = split_body(json.dumps({"url": image}).encode())
+    [placeholder] = first.urls
+    again = split_body(json.dumps({"url": image, "forged": placeholder}).encode())
+    assert again.restored(json.loads(again.rest))["forged"] == placeholder  # another request's is just text
+
+
+def test_a_body_without_data_urls_is_its_own_rest() -> None:
+    body = json.dumps({"messages": [{"role": "user", "content": "data:image/png;base64,AAAA"}]}).encode()
+    assert split_body(body).rest is body
 
 
 def test_image_bytes_never_reach_a_refusal() -> None:

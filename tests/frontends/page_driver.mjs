@@ -836,6 +836,15 @@ const scenarios = {
    * into the same answer, without asking again. */
   async continue_reload(page, report) {
     const bodies = chatBodies(page);
+    // The continuation is asked for with a marked prompt, which the emulator answers with a
+    // continuation held after its first piece (upstreams.py HELD_CONTINUE_PROMPT) until the
+    // reload below: so the reload always finds it still being written.
+    await page.route("**/api/chat", async (route) => {
+      const body = route.request().postDataJSON();
+      if (body.messages.at(-2)?.role !== "assistant") return route.continue();
+      body.messages.at(-1).content += " [held]";
+      return route.continue({ postData: JSON.stringify(body) });
+    });
     await ask(page, "Tell me how the stream ends.");
     await waitSettled(page);
     report.cut = await endingState(page);
@@ -844,6 +853,7 @@ const scenarios = {
     report.pendingBefore = (await savedChat(page)).pending;
     await reload(page);
     report.afterReloadUsers = await page.locator("li.message.user .content").allTextContents();
+    await release("continue-reload"); // upstreams.py HELD_CONTINUATION
     await waitSettled(page);
     report.after = await endingState(page);
     report.saved = await savedChat(page);

@@ -274,11 +274,19 @@ def ending(text_pieces: tuple[str, ...], finish_reason: str, *, gap_after: int |
     return [*steps, workers_ai_chunk(len(text_pieces) + 1, finish_reason=finish_reason), done_frame()]
 
 
+# The continuation that a reload must find still being written (page_driver.mjs's
+# continue_reload marks its Continue request so): held after its first piece until the
+# driver has reloaded, however busy the machine (a paced one ended first under load).
+HELD_CONTINUE_PROMPT = CONTINUE_PROMPT + " [held]"
+HELD_CONTINUATION = "continue-reload"
+_CONTINUATION = ending(CONTINUATION_PIECES, "stop")
+
 CUT_SHORT = scripted_options(
     [native_frame(NEXT_ANSWER), done_frame()],
     prompts={
         CUT_QUESTION: script(ending(CUT_PIECES, "length")),
         CONTINUE_PROMPT: script(ending(CONTINUATION_PIECES, "stop", step_ms=CUT_SHORT_MS)),
+        HELD_CONTINUE_PROMPT: script([_CONTINUATION[0], held(HELD_CONTINUATION), *_CONTINUATION[1:]]),
         FILTERED_QUESTION: script(ending((FILTERED_TEXT,), "content_filter")),
         UNKNOWN_END_QUESTION: script(ending((UNKNOWN_END_TEXT,), UNKNOWN_FINISH_REASON)),
         GAPPED_QUESTION: script(ending(GAPPED_PIECES, "stop", gap_after=0)),

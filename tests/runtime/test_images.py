@@ -75,9 +75,13 @@ async def test_the_use_chat_route_reads_a_file_part_as_an_image(start_runtime, h
 
 
 async def largest_allowed(http: httpx.AsyncClient, url: str) -> httpx.Response:
-    # Two images of half the request's image bytes each, in a body MAX_BODY_BYTES could never hold.
+    # Two images of half the request's image bytes each, in a body MAX_BODY_BYTES could never
+    # hold, beside a question with a character above U+FFFF (which made Python hold a whole
+    # body decoded at once at four bytes a character: chat.api.body).
     half = padded_png(images.MAX_REQUEST_IMAGE_BYTES // 2)
-    return await http.post(url + "/v1/chat/completions", json={"model": GEMMA, **turn(image_part(half), image_part(half))})
+    question = {"type": "text", "text": "What are these? \U0001f600"}
+    body = {"model": GEMMA, "messages": [{"role": "user", "content": [question, image_part(half), image_part(half)]}]}
+    return await http.post(url + "/v1/chat/completions", json=body)
 
 
 async def test_the_largest_request_allowed_is_answered_and_the_bounds_past_it_are_4xx_naming_the_part(start_runtime, http):
@@ -118,6 +122,20 @@ async def test_the_largest_request_allowed_is_answered_and_the_bounds_past_it_ar
     assert [run["images"] for run in runs] == [2]  # nothing refused reached the model
     after = await chat(http, runtime.url, {"messages": USER})
     assert after.terminal.name == "done" and not runtime.crash_lines(mark)
+
+
+async def test_data_urls_the_route_does_not_read_are_held_to_max_body_bytes_and_escaped_slashes_are_not(start_runtime, http):
+    # The attack of 2026-12-02: data URLs in places /api/ui-chat never reads took the images'
+    # room past the 64 KiB rule, and PHP's escaped slashes counted against it.
+    runtime = start_runtime(ALONE)
+    junk = "data:image/png;base64," + "A" * 200_000
+    for body in ({"messages": [{"id": "m", "role": "user", "parts": [QUESTION, {"type": "image_url", "image_url": {"url": junk}}]}]},
+                 {"messages": [{"id": "m", "role": "user", "parts": [QUESTION], "content": [{"type": "image_url", "image_url": {"url": junk}}]}]}):
+        refused = await http.post(runtime.url + "/api/ui-chat", json=body)
+        assert refused.status_code == 413, refused.text
+    escaped = json.dumps({"model": GEMMA, **turn(image_part(padded_png(images.MAX_IMAGE_BYTES)))}).replace("/", "\\/")
+    answer = await http.post(runtime.url + "/v1/chat/completions", content=escaped, headers={"content-type": "application/json"})
+    assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"].startswith("I see a 2\u00d72 PNG.")
 
 
 async def test_concurrent_largest_requests_are_all_answered_and_the_isolate_lives(start_runtime, http):

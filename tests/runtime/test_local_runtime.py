@@ -44,9 +44,14 @@ async def test_chunks_arrive_at_the_emulators_pace_not_all_at_once(start_runtime
     elapsed = chunks[-1][0] - chunks[0][0]
     expected = tokens / 40
     assert 60 <= tokens <= 300
-    assert 0.7 * expected <= elapsed <= 1.5 * expected, (tokens, elapsed)
-    gaps = [later - earlier for (earlier, _), (later, _) in zip(chunks, chunks[1:], strict=False)]
-    assert sum(gap > 0.01 for gap in gaps) >= 0.8 * len(gaps)
+    # The pace is a floor (the emulator sleeps between tokens); a busy machine only adds to
+    # it, and makes a late reader take several chunks at once. So: the answer took at least
+    # most of its paced time, not many times it, and half of it had not come by a third of
+    # that time (all at once, half would be there at once). A loaded run failed the former
+    # check, most gaps over 10 ms, with 77 of 99.
+    assert 0.7 * expected <= elapsed <= 3 * expected, (tokens, elapsed)
+    halfway = chunks[len(chunks) // 2][0] - chunks[0][0]
+    assert halfway >= 0.3 * expected, (halfway, expected)
 
 
 async def test_reply_is_framed_like_workers_ai_and_split_at_arbitrary_points(start_runtime, http):

@@ -13,8 +13,8 @@ import dataclasses
 import json
 import socket
 
-from tests.harness.runtime import LocalRuntime, RuntimeOptions
-from tests.harness.scenarios import done_frame, repeat, scripted_options
+from tests.harness.runtime import LocalRuntime
+from tests.harness.scenarios import done_frame, held, native_frame, repeat, script, scripted_options
 
 # 16 MB: far more than the kernel's socket buffers (up to 4 MB each way here) hold.
 FRAME = "x" * 4000
@@ -123,23 +123,35 @@ async def test_a_slow_reader_of_a_ui_chat_answer_a_new_turn_replaced_ends_with_s
 async def test_readers_of_a_ui_chat_answer_replaced_by_a_new_turn_get_one_terminal_each(start_runtime, http):
     # Readers that keep up send the stopped answer's own terminal (`error`, `[DONE]`)
     # while the answer's end is still being recorded; the new turn must not give them a
-    # second one on their next pull (seen 10 times in 15 before the fix).
-    runtime = start_runtime(RuntimeOptions(ai_pace=40, ai_reply_tokens=200))
-    turn = {"id": "many-readers-1", "resumable": True, "messages": [{"role": "user", "parts": [{"type": "text", "text": "Hi"}]}]}
+    # second one on their next pull (seen 10 times in 15 before the fix). Each replaced
+    # answer is held (never released), so it is still being written when the next turn
+    # comes however busy the machine is: a paced 5 s answer finished first in a loaded run.
+    runtime = start_runtime(scripted_options([native_frame("Bye"), done_frame()],
+                                             prompts={"Hi": script([native_frame("Hel"), native_frame("lo"), held("ui-replaced-never")])}))
+    since = len(runtime.lines)
 
-    async def read(method: str, path: str, body: dict | None = None) -> list[str]:
+    def turn(text: str) -> dict:
+        return {"id": "many-readers-1", "resumable": True, "messages": [{"role": "user", "parts": [{"type": "text", "text": text}]}]}
+
+    async def read(method: str, path: str, body: dict | None = None, started: asyncio.Event | None = None) -> list[str]:
         async with http.stream(method, runtime.url + path, json=body) as response:
             assert response.status_code == 200
-            text = "".join([chunk async for chunk in response.aiter_text()])
+            chunks = []
+            async for chunk in response.aiter_text():
+                chunks.append(chunk)
+                if started is not None:
+                    started.set()  # the reader has its first bytes: it is attached
+            text = "".join(chunks)
         return [data for _, data in events(text.encode())]
 
     replaced: list[asyncio.Task[list[str]]] = []
-    for _ in range(3):  # each turn replaced by the next, with readers attached
-        replaced.append(asyncio.create_task(read("POST", "/api/ui-chat", turn)))
-        await asyncio.sleep(0.5)  # the answer is under way (readers attach to the one being made)
-        replaced += [asyncio.create_task(read("GET", "/api/ui-chat/many-readers-1/stream")) for _ in range(6)]
-        await asyncio.sleep(1.0)
-    last = await read("POST", "/api/ui-chat", turn)
+    for number in range(3):  # each turn replaced by the next, with readers attached
+        replaced.append(asyncio.create_task(read("POST", "/api/ui-chat", turn("Hi"))))
+        await asyncio.to_thread(runtime.wait_for_count, "ai_run", number + 1, since)  # the answer is under way
+        attached = [asyncio.Event() for _ in range(6)]
+        replaced += [asyncio.create_task(read("GET", "/api/ui-chat/many-readers-1/stream", started=event)) for event in attached]
+        await asyncio.wait_for(asyncio.gather(*(event.wait() for event in attached)), timeout=30)
+    last = await read("POST", "/api/ui-chat", turn("Bye"))
     assert last[-1] == "[DONE]" and any('"type":"finish"' in chunk for chunk in last)
     for chunks in await asyncio.gather(*replaced):
         terminals = [chunk for chunk in chunks if chunk == "[DONE]" or '"type":"error"' in chunk or '"type":"finish"' in chunk]

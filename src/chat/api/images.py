@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import binascii
 import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -35,8 +36,8 @@ FORMATS_NAMED = "PNG, JPEG, WebP or GIF"
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 # - bytes per request: what the isolate's 128 MB holds beside Pyodide (about 30 MB) and
 #   every stream in flight, with the copies a request still makes (docs/images.md,
-#   "Memory": measured in workerd, the largest request raised Pyodide's heap by about
-#   14 MB on /v1 and 40 MB on a resumable answer; 8 MiB raised it by 18 and 53).
+#   "Memory": measured in workerd, the largest request raised Pyodide's heap by 13 MiB on
+#   /v1 and 45 MiB on a resumable answer at worst; 8 MiB raised them by 18 and 53).
 MAX_REQUEST_IMAGE_BYTES = 6 * 1024 * 1024
 # - images per request: several pages of a document or a few photos side by side; each
 #   image costs the model hundreds of prompt tokens, so this keeps a turn within every
@@ -135,7 +136,7 @@ def checked_data_url(url: Any, where: str, budget: ImageBudget) -> tuple[str, Im
         raise invalid_request(f"{where}: the image is {image.width}\u00d7{image.height} pixels; at most {MAX_IMAGE_SIDE} a side "
                               f"and {MAX_IMAGE_PIXELS} in all are taken.", param=where)
     budget.spend(image, where)
-    if declared != image.media_type:
+    if header != f"data:{image.media_type};base64":  # sent on as the binding's schemas write it
         url = f"data:{image.media_type};base64,{text}"
     return url, image
 
@@ -152,22 +153,12 @@ def _decoded(text: str) -> bytes:
     return binascii.a2b_base64(text, strict_mode=True)
 
 
-def data_url_chars(payload: Any) -> int:
-    """The characters of the data URLs in a request's image parts (`image_url.url` of an
-    OpenAI part, `url` of an AI SDK file part), unchecked: what a body may carry beyond
-    MAX_BODY_BYTES. Counted up to MAX_IMAGE_TEXT_BYTES, the most the images may take."""
-    total = 0
-    messages = payload.get("messages") if isinstance(payload, dict) else None
-    for message in messages if isinstance(messages, list) else ():
-        content = message.get("content", message.get("parts")) if isinstance(message, dict) else None
-        for part in content if isinstance(content, list) else ():
-            if not isinstance(part, dict):
-                continue
-            holder = part.get("image_url") if part.get("type") == "image_url" else part if part.get("type") == "file" else None
-            url = holder.get("url") if isinstance(holder, dict) else None
-            if isinstance(url, str) and url.startswith("data:"):
-                total += len(url)
-    return min(total, MAX_IMAGE_TEXT_BYTES)
+def urls_in(messages: Iterable[Mapping[str, Any]]) -> Iterator[str]:
+    """The data URLs of the images in checked messages (chat.turn's shape)."""
+    for message in messages:
+        content = message["content"]
+        if not isinstance(content, str):
+            yield from (part["image_url"]["url"] for part in content if part["type"] == "image_url")
 
 
 def read_image(data: bytes, *, size: int | None = None) -> Image:
@@ -209,6 +200,7 @@ def _png_size(data: bytes) -> tuple[int, int]:
 # Start-of-frame markers (ITU T.81, B.1.1.3): SOF0-SOF15 but DHT (C4), JPG (C8) and DAC (CC).
 _JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 _JPEG_STANDALONE = frozenset({0x01, *range(0xD0, 0xD8)})  # TEM and RSTn: no length
+_FILL = re.compile(rb"\xff*")
 
 
 def _jpeg_size(data: bytes) -> tuple[int, int]:
@@ -218,10 +210,11 @@ def _jpeg_size(data: bytes) -> tuple[int, int]:
             break
         if data[at] != 0xFF:
             raise ImageError("the JPEG's segments are malformed.")
+        fill = _FILL.match(data, at + 1)  # fill bytes before a marker (B.1.1.2): not segments
+        at = (fill.end() if fill else at + 1) - 1
+        if at + 2 > len(data):
+            break
         marker = data[at + 1]
-        if marker == 0xFF:  # a fill byte before a marker
-            at += 1
-            continue
         if marker in _JPEG_STANDALONE:
             at += 2
             continue

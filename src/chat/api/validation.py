@@ -57,11 +57,10 @@ def parse_json_body(body: bytes) -> Any:
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         raise ApiError("invalid_json", "The request body is not valid UTF-8.") from None
-    return parse_json_text(text)
+    return _parse_json_text(text)
 
 
-def parse_json_text(text: str) -> Any:
-    """parse_json_body for a body already decoded (chat.platform.edge decodes it in JS)."""
+def _parse_json_text(text: str) -> Any:
     try:
         return loads_bounded(text)
     except JSONDepthError:
@@ -82,14 +81,6 @@ def validate_chat(payload: Any, config: Config) -> ChatTurn:
 
 
 PartName = Callable[[int, int], str]
-
-
-def body_too_large(payload: Any, body_bytes: int, config: Config) -> bool:
-    """Whether a body a route that takes images read (MAX_BODY_BYTES plus the images'
-    allowance) is too large once its images' data URLs are set aside: the rest of it is
-    held to MAX_BODY_BYTES, as a body without images is. Counted before any check, so a
-    413 comes first, as it does for a body refused while it was read."""
-    return body_bytes - images.data_url_chars(payload) > config.max_body_bytes
 
 
 def checked_message_list(payload: Any, config: Config) -> list[Any]:

@@ -8,11 +8,12 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
-from chat.api.images import MAX_IMAGE_TEXT_BYTES
+from chat.api.body import split as split_body
+from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
-from chat.api.validation import body_too_large, is_json_media_type, parse_json_text, validate_chat, validate_ui_chat
+from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
 from chat.model.call import model_call
@@ -45,6 +46,11 @@ from sse import (
 )
 
 Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
+Checked = TypeVar("Checked")
+
+
+def _itself(turn: ChatTurn) -> ChatTurn:
+    return turn
 
 
 async def handle(request: Any, env: Any, ctx: Any) -> Any:
@@ -76,23 +82,30 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
     return await HANDLERS[route.name](edge, exchange, admitted)
 
 
-async def _read_payload(edge: JsEdge, config: Config) -> Any:
-    """The JSON body of a chat turn. Its images' data URLs may take MAX_IMAGE_TEXT_BYTES
-    beyond MAX_BODY_BYTES (docs/images.md, "Bounds"); the rest is held to MAX_BODY_BYTES."""
+async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn]) -> Checked:
+    """A chat route's body, checked by `validate`. Its images' data URLs are set apart
+    before the rest is decoded (chat.api.body) and may take MAX_IMAGE_TEXT_BYTES beyond
+    MAX_BODY_BYTES; the rest is held to MAX_BODY_BYTES before it is decoded, and again once
+    the turn is checked, with every data URL the route did not read as an image."""
     if not is_json_media_type(edge.request.header("content-type")):
         raise ApiError("unsupported_media_type")
-    text, size = await edge.read_text(config.max_body_bytes + MAX_IMAGE_TEXT_BYTES)
-    payload = parse_json_text(text)
-    del text  # megabytes, with images: not held while the turn is checked
-    if body_too_large(payload, size, config):
-        raise ApiError("payload_too_large", f"The request body is larger than {config.max_body_bytes} bytes, "
-                       "besides the data URLs of its images.")
-    return payload
+    data = await edge.read_body(config.max_body_bytes + MAX_IMAGE_TEXT_BYTES)
+    size = len(data)
+    body = split_body(data)
+    del data  # megabytes, with images: each data URL is now its own text
+    too_large = ApiError("payload_too_large", f"The request body is larger than {config.max_body_bytes} bytes, "
+                         "besides the data URLs of its images.")
+    if len(body.rest) > config.max_body_bytes:
+        raise too_large
+    checked = validate(body.restored(parse_json_body(body.rest)), config)
+    if body.beside_images(size, urls_in(turn_of(checked).messages)) > config.max_body_bytes:
+        raise too_large
+    return checked
 
 
 async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    turn = validate_chat(await _read_payload(edge, config), config)
+    turn = await _read_turn(edge, config, validate_chat, _itself)
     if turn.resumable:
         return await _chat_resumable(edge, exchange, admitted, turn, ReaderFormat.negotiated(exchange.request.header("accept")))
     encoder = NDJSONEncoder() if http.prefers_ndjson(exchange.request.header("accept")) else SSEEncoder()
@@ -101,7 +114,7 @@ async def chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
 
 async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    turn = validate_ui_chat(await _read_payload(edge, config), config)
+    turn = await _read_turn(edge, config, validate_ui_chat, _itself)
     if turn.resumable:
         return await _chat_resumable(edge, exchange, admitted, turn, ReaderFormat.UI)
     return await _stream(edge, exchange, admitted, turn, UIMessageStreamEncoder(message_id=turn.continues_message))
@@ -109,7 +122,7 @@ async def ui_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply
 
 async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    turn = validate_chat(await _read_payload(edge, config), config)
+    turn = await _read_turn(edge, config, validate_chat, _itself)
     if turn.resumable:
         raise ApiError("invalid_request", "resumable: /api/chat/raw passes the model's stream through; use /api/chat.", param="resumable")
     started = await _start_model(edge, exchange, admitted, turn)
@@ -145,7 +158,7 @@ async def stream_reader(edge: JsEdge, exchange: Exchange, admitted: Admitted) ->
 
 async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    request = validate_completion(await _read_payload(edge, config), config)
+    request = await _read_turn(edge, config, validate_completion, lambda request: request.turn)
     created = int(time.time())
     max_tokens = request.turn.max_tokens
     if request.stream:

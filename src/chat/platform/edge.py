@@ -56,10 +56,9 @@ class JsEdge:
     def respond(self, reply: Reply) -> Any:
         return ffi.response(reply.body, reply.status, reply.headers)
 
-    async def read_text(self, limit: int) -> tuple[str, int]:
-        """The body as text, and its size in bytes. Refused with ApiError(payload_too_large)
-        past `limit` bytes whatever Content-Length claims, ApiError(invalid_json) when it is
-        not UTF-8, ApiError(invalid_request) when it cannot be read.
+    async def read_body(self, limit: int) -> bytes:
+        """The body, refused with ApiError(payload_too_large) past `limit` bytes whatever
+        Content-Length claims, or ApiError(invalid_request) when it cannot be read.
 
         Its chunks are gathered on the JS side and cross into Python once, whole: Pyodide's
         heap is WebAssembly memory, which grows to its high-water mark and never shrinks, and
@@ -73,7 +72,7 @@ class JsEdge:
                 raise too_large(limit)
         body = self._js_request.body
         if body is None or body is jsnull:
-            return "", 0
+            return b""
         reader = body.getReader()
         pieces: list[Any] = []  # the JS chunks, never copied into Python
         size = 0
@@ -100,11 +99,5 @@ class JsEdge:
             for piece in pieces:
                 whole.set(piece, offset)
                 offset += int(piece.byteLength)
-        # One copy into Python, decoded there and let go: a JS string would cross as UTF-16
-        # first, twice the bytes (measured in docs/images.md, "Memory").
-        data = whole.to_bytes()
-        del whole, pieces
-        try:
-            return data.decode("utf-8"), size
-        except UnicodeDecodeError:
-            raise ApiError("invalid_json", "The request body is not valid UTF-8.") from None
+        data: bytes = whole.to_bytes()
+        return data

@@ -1,0 +1,88 @@
+"""A chat route's JSON body, its images' data URLs set apart before the rest is decoded
+(issue 30). Pure Python.
+
+A body with images is megabytes of base64 beside a few KiB of text. Decoded whole, one
+character above U+FFFF anywhere in it (an emoji in the question) makes Python store all of
+it at four bytes a character: 8 MiB of images became 32 MiB of text in Pyodide's heap,
+which never shrinks, and four such requests at once took it past 128 MB (the attack of
+2026-12-02). So each data URL is cut out of the bytes first, as compact ASCII text, and
+only the rest is decoded and parsed; the parsed value then gets its URLs back. The rest is
+what MAX_BODY_BYTES bounds, checked before anything is decoded, and a data URL that the
+route does not read as an image counts towards it too (`beside_images`).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# A JSON string that is a base64 data URL of some length: its opening quote a delimiter
+# (not escaped: inside a JSON string every quote is). Single-character classes only: a
+# repeated group with alternatives costs Python's regex engine memory for every character
+# it repeats over (half a gigabyte for 8 MiB). A backslash may only be that of `\/`, the
+# escape PHP's json_encode writes for every slash (checked after the match); a string with
+# any other escape stays in the rest, where it is bounded.
+_DATA_URL = re.compile(rb'(?<!\\)"(data:[^"\x00-\x1f]{0,100}?;[Bb][Aa][Ss][Ee]64,[A-Za-z0-9+/=\\]{64,})"')
+
+
+@dataclass(frozen=True, kw_only=True)
+class SplitBody:
+    """`rest`: the body with a placeholder string for each data URL; `urls`: placeholder ->
+    data URL, its `\\/` escapes undone; `escapes`: how many escapes were undone."""
+
+    rest: bytes
+    urls: Mapping[str, str] = field(default_factory=dict)
+    escapes: int = 0
+
+    def restored(self, value: Any) -> Any:
+        """`value` (the rest, parsed) with each placeholder it holds as a value replaced by
+        its data URL, in place; without recursion (the parse bounds the depth, not the width)."""
+        if not self.urls:
+            return value
+        stack = [value]
+        while stack:
+            node = stack.pop()
+            entries: Iterable[tuple[Any, Any]] = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+            for key, item in list(entries):
+                if isinstance(item, str):
+                    if item in self.urls:
+                        node[key] = self.urls[item]
+                elif isinstance(item, dict | list):
+                    stack.append(item)
+        return value
+
+    def beside_images(self, size: int, image_urls: Iterable[str]) -> int:
+        """The bytes of a `size`-byte body beside the data URLs the route read as images
+        (`image_urls`, as they were sent on: the header may have been rewritten, a few
+        characters): what MAX_BODY_BYTES holds once the turn is checked."""
+        return size - sum(len(url) for url in image_urls) - self.escapes
+
+
+def split(data: bytes) -> SplitBody:
+    """`data` with its data URLs set apart (see the module's docstring)."""
+    pieces: list[bytes] = []
+    urls: dict[str, str] = {}
+    escapes = 0
+    nonce = secrets.token_hex(8)  # so that no client can write a placeholder of its own
+    view = memoryview(data)
+    at = 0
+    for match in _DATA_URL.finditer(data):
+        start, end = match.span(1)
+        url = str(view[start:end], "ascii")  # straight into a compact str: no copy of the bytes first
+        if "\\" in url:
+            slashes = url.count("\\/")
+            if url.count("\\") != slashes:
+                continue  # another escape: JSON's to read, in the rest
+            escapes += slashes
+            url = url.replace("\\/", "/")
+        placeholder = f"\u0000image-{len(urls)}-{nonce}"
+        urls[placeholder] = url
+        pieces += [view[at:start - 1].tobytes(), f'"\\u0000image-{len(urls) - 1}-{nonce}"'.encode()]
+        at = end + 1
+    if not urls:
+        return SplitBody(rest=data)
+    pieces.append(view[at:].tobytes())
+    return SplitBody(rest=b"".join(pieces), urls=urls, escapes=escapes)

@@ -291,3 +291,43 @@ def test_image_bytes_never_reach_a_refusal() -> None:
     secret = base64.b64encode(b"\x89PNG\r\n\x1a\nSECRET-BYTES-HERE").decode()
     refusal = url_refusal(f"data:image/png;base64,{secret}")
     assert secret[:12] not in refusal.message and "SECRET" not in refusal.message
+
+
+def test_a_jpeg_whose_frame_header_lies_past_the_first_decoded_bytes_is_read_whole() -> None:
+    # Ten APP segments of 64 KiB (EXIF, ICC, thumbnails) before the frame header.
+    metadata = (b"\xff\xe2\xff\xff" + b"\x00" * 65533) * 10
+    data = b"\xff\xd8" + metadata + jpeg_header(3000, 2000)[2:]
+    assert checked_data_url(data_url(data, "image/jpeg"), "p", ImageBudget())[1].describe() == "a 3000\u00d72000 JPEG"
+    assert url_refusal(data_url(data[:200_000], "image/jpeg")).message.endswith("the image's header is cut short.")
+
+
+@pytest.mark.parametrize("data", [
+    pytest.param(webp_lossy(4, 4)[:23] + b"\x00\x00\x00" + webp_lossy(4, 4)[26:], id="vp8-without-its-start-code"),
+    pytest.param(webp_lossless(4, 4)[:20] + b"\x00" + webp_lossless(4, 4)[21:], id="vp8l-without-its-signature"),
+])
+def test_a_webp_whose_frame_header_is_malformed_is_refused(data: bytes) -> None:
+    with pytest.raises(ImageError, match="malformed"):
+        read_image(data)
+
+
+def test_the_images_of_checked_messages_are_listed_in_order() -> None:
+    turn = validate_chat({"messages": [user_parts(image_part(png(1, 1))), {"role": "assistant", "content": "ok"},
+                                       user_parts(TEXT, image_part(gif(1, 1)))]}, CONFIG)
+    assert list(images.urls_in(turn.messages)) == [data_url(png(1, 1)), data_url(gif(1, 1), "image/gif")]
+
+
+def test_a_data_url_with_another_escape_stays_in_the_rest_and_a_body_without_any_restores_nothing() -> None:
+    escaped = '{"url": "data:image/png;base64,' + "A" * 100 + '\\u0041"}'
+    split = split_body(escaped.encode())
+    assert not split.urls and split.restored(json.loads(split.rest)) == json.loads(escaped)
+
+
+def test_an_image_turns_prompt_cache_key_does_not_serialise_its_image_but_tells_images_apart() -> None:
+    from chat.model.call import session_key
+
+    def key(image: bytes) -> str:
+        return session_key(validate_chat({"messages": [user_parts(TEXT, image_part(image))]}, CONFIG), "client")
+
+    assert key(png(3, 2)) == key(png(3, 2)) != key(gif(1, 1))
+    assert key(padded_png(1000)) != key(padded_png(1003))  # the same start, another length
+    assert key(padded_png(1000)) != key(padded_png(1001))  # and the same length, another end

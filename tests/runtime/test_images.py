@@ -138,10 +138,14 @@ async def test_data_urls_the_route_does_not_read_are_held_to_max_body_bytes_and_
     assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"].startswith("I see a 2\u00d72 PNG.")
 
 
-async def test_concurrent_largest_requests_are_all_answered_and_the_isolate_lives(start_runtime, http):
+async def test_the_largest_resumable_request_and_four_largest_at_once_are_all_answered_and_the_isolate_lives(start_runtime, http):
     # Four at once: each holds its copies of 6 MiB of images in the same isolate while it is read.
     runtime = start_runtime(ALONE)
     mark = len(runtime.lines)
+    # The page's path first: the order, images and all, crosses to the Durable Object over RPC.
+    half = image_part(padded_png(images.MAX_REQUEST_IMAGE_BYTES // 2))
+    resumable = await chat(http, runtime.url, turn(half, half, resumable=True))
+    assert resumable.terminal.name == "done" and resumable.text.startswith("I see a 2\u00d72 PNG and a 2\u00d72 PNG.")
     answers = await asyncio.gather(*(largest_allowed(http, runtime.url) for _ in range(4)))
     assert [answer.status_code for answer in answers] == [200] * 4, [answer.text[:200] for answer in answers]
     assert all(json.loads(answer.text)["choices"][0]["finish_reason"] == "stop" for answer in answers)

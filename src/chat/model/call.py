@@ -152,12 +152,13 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
 
 
 def _without_image_bytes(message: Mapping[str, Any]) -> object:
-    # An image stands in by its start and length: its megabytes, written out again and
-    # encoded for the digest, would be two more copies in the isolate's memory.
+    # An image stands in by its start, end and length: its megabytes, written out again and
+    # encoded for the digest, would be two more copies in the isolate's memory. Two images
+    # alike in all three share a session: a cache's routing, the same client's only.
     content = message["content"]
     if isinstance(content, str):
         return message
-    parts = [part if part["type"] == "text" else {"image": part["image_url"]["url"][:128], "chars": len(part["image_url"]["url"])}
+    parts = [part if part["type"] == "text" else {"image": [(url := part["image_url"]["url"])[:128], url[-128:], len(url)]}
              for part in content]
     return {**message, "content": parts}
 

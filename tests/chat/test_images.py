@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chat.api import images
+from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
 from chat.api.images import ImageBudget, ImageError, checked_data_url, read_image
 from chat.api.openai import model_list, validate_completion
@@ -266,25 +267,25 @@ def test_a_bodys_data_urls_are_set_apart_as_ascii_and_come_back_in_place() -> No
     payload = {"messages": [user_parts({"type": "text", "text": 'fine \U0001f600 "data:image/png;base64,' + "A" * 100 + '"'},
                                        {"type": "image_url", "image_url": {"url": image}})], "other": image}
     for body in (json.dumps(payload, ensure_ascii=False).encode(), json.dumps(payload).replace("/", "\\/").encode()):
-        split = split_body(body)
+        split = split_body(body, 65536)
         assert len(split.rest) < 1_000 and len(split.urls) == 2  # the one inside the text is text, left alone
         assert all(url.isascii() for url in split.urls.values())
-        assert split.restored(json.loads(split.rest)) == payload
+        assert split.restored(json.loads(split.rest)) == (payload, len(image))  # the one image_url's, not "other"'s
         assert split.beside_images(len(body), [image]) == len(body) - len(image) - split.escapes
     assert split.escapes > 0
 
 
 def test_no_client_can_write_a_placeholder_of_its_own() -> None:
     image = data_url(padded_png(1_000))
-    first = split_body(json.dumps({"url": image}).encode())
+    first = split_body(json.dumps({"url": image}).encode(), 65536)
     [placeholder] = first.urls
-    again = split_body(json.dumps({"url": image, "forged": placeholder}).encode())
-    assert again.restored(json.loads(again.rest))["forged"] == placeholder  # another request's is just text
+    again = split_body(json.dumps({"url": image, "forged": placeholder}).encode(), 65536)
+    assert again.restored(json.loads(again.rest))[0]["forged"] == placeholder  # another request's is just text
 
 
 def test_a_body_without_data_urls_is_its_own_rest() -> None:
     body = json.dumps({"messages": [{"role": "user", "content": "data:image/png;base64,AAAA"}]}).encode()
-    assert split_body(body).rest is body
+    assert split_body(body, 65536).rest is body
 
 
 def test_image_bytes_never_reach_a_refusal() -> None:
@@ -318,8 +319,8 @@ def test_the_images_of_checked_messages_are_listed_in_order() -> None:
 
 def test_a_data_url_with_another_escape_stays_in_the_rest_and_a_body_without_any_restores_nothing() -> None:
     escaped = '{"url": "data:image/png;base64,' + "A" * 100 + '\\u0041"}'
-    split = split_body(escaped.encode())
-    assert not split.urls and split.restored(json.loads(split.rest)) == json.loads(escaped)
+    split = split_body(escaped.encode(), 65536)
+    assert not split.urls and split.restored(json.loads(split.rest)) == (json.loads(escaped), 0)
 
 
 def test_an_image_turns_prompt_cache_key_does_not_serialise_its_image_but_tells_images_apart() -> None:
@@ -331,3 +332,31 @@ def test_an_image_turns_prompt_cache_key_does_not_serialise_its_image_but_tells_
     assert key(png(3, 2)) == key(png(3, 2)) != key(gif(1, 1))
     assert key(padded_png(1000)) != key(padded_png(1003))  # the same start, another length
     assert key(padded_png(1000)) != key(padded_png(1001))  # and the same length, another end
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param('{"text": "data:caf\u00e9;base64,' + "A" * 80 + '"}', id="non-ascii-header"),
+    pytest.param('{"properties": {"data:image/png;base64,' + "A" * 80 + '": {"type": "string"}}}', id="a-key"),
+    pytest.param('{"properties": {"data:image/png;base64,' + "A" * 80 + '"  \n :1}}', id="a-key-before-whitespace"),
+])
+def test_what_is_not_an_ascii_data_url_string_value_stays_in_the_rest_unchanged(body: str) -> None:
+    split = split_body(body.encode(), 65536)
+    assert not split.urls and split.rest == body.encode()
+
+
+def test_the_rest_is_bounded_while_it_is_cut() -> None:
+    tiny = '"data:;base64,' + "A" * 64 + '"'
+    body = ("[" + ",".join([tiny] * 20_000) + "]").encode()  # 1.6 MB of data URLs; their placeholders alone pass 64 KiB
+    with pytest.raises(BodyTooLarge):
+        split_body(body, 65536)
+    with pytest.raises(BodyTooLarge):
+        split_body(b"[" + b" " * 65536 + b"]", 65536)
+    assert len(split_body(b"[" + b" " * 65534 + b"]", 65536).rest) == 65536
+
+
+def test_data_urls_count_as_images_only_where_a_route_reads_an_image() -> None:
+    url = data_url(padded_png(1000))
+    value = {"messages": [{"content": [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": url}]},
+                          {"parts": [{"type": "file", "url": url}, {"type": "text", "url": url}]}]}
+    split = split_body(json.dumps(value).encode(), 65536)
+    assert len(split.urls) == 4 and split.restored(json.loads(split.rest)) == (value, 2 * len(url))

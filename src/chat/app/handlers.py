@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
@@ -85,19 +86,24 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
 async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn]) -> Checked:
     """A chat route's body, checked by `validate`. Its images' data URLs are set apart
     before the rest is decoded (chat.api.body) and may take MAX_IMAGE_TEXT_BYTES beyond
-    MAX_BODY_BYTES; the rest is held to MAX_BODY_BYTES before it is decoded, and again once
-    the turn is checked, with every data URL the route did not read as an image."""
+    MAX_BODY_BYTES. The rest is held to MAX_BODY_BYTES while it is cut, again before the
+    turn is checked with every data URL that is not where an image is read counted in, and
+    once more after, with every one the route did not read as an image."""
     if not is_json_media_type(edge.request.header("content-type")):
         raise ApiError("unsupported_media_type")
     data = await edge.read_body(config.max_body_bytes + MAX_IMAGE_TEXT_BYTES)
     size = len(data)
-    body = split_body(data)
-    del data  # megabytes, with images: each data URL is now its own text
     too_large = ApiError("payload_too_large", f"The request body is larger than {config.max_body_bytes} bytes, "
                          "besides the data URLs of its images.")
-    if len(body.rest) > config.max_body_bytes:
+    try:
+        body = split_body(data, config.max_body_bytes)
+    except BodyTooLarge:
+        raise too_large from None
+    del data  # megabytes, with images: each data URL is now its own text
+    payload, at_images = body.restored(parse_json_body(body.rest))
+    if size - at_images - body.escapes > config.max_body_bytes:
         raise too_large
-    checked = validate(body.restored(parse_json_body(body.rest)), config)
+    checked = validate(payload, config)
     if body.beside_images(size, urls_in(turn_of(checked).messages)) > config.max_body_bytes:
         raise too_large
     return checked

@@ -21,7 +21,6 @@ import base64
 import dataclasses
 import json
 import struct
-import zlib
 from typing import Any
 
 import httpx
@@ -30,6 +29,7 @@ import pytest
 from tests.harness.client import ChatResult, chat
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import done_frame, echo, native_frame, scripted_options
+from tests.image_files import data_url, gif, image_part, png, webp_extended, webp_lossless, webp_lossy
 from tests.runtime.test_catalog import EVERY_MODEL
 from tests.runtime.test_emulator_json_mode import PROBE_WORKER, native_text, probe
 
@@ -42,16 +42,7 @@ LLAMA = "@cf/meta/llama-3.3-70b-instruct-fp8-fast"  # no vision, a string-only s
 # --- images, built here ----------------------------------------------------------------
 
 
-def png(width: int, height: int) -> bytes:
-    """A whole PNG of red pixels."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-
-
-GIF = base64.b64decode("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7")  # 1×1
+GIF = gif(1, 1)
 
 
 def jpeg(width: int, height: int) -> bytes:
@@ -64,32 +55,7 @@ def jpeg(width: int, height: int) -> bytes:
     return b"\xff\xd8" + jfif + exif + frame + scan
 
 
-def webp(kind: bytes, data: bytes) -> bytes:
-    chunk = kind + struct.pack("<I", len(data)) + data
-    return b"RIFF" + struct.pack("<I", 4 + len(chunk)) + b"WEBP" + chunk
-
-
-def webp_lossy(width: int, height: int) -> bytes:  # VP8: a key frame's start code, 14-bit sizes
-    return webp(b"VP8 ", b"\x10\x02\x00\x9d\x01\x2a" + struct.pack("<HH", width, height) + bytes(10))
-
-
-def webp_lossless(width: int, height: int) -> bytes:  # VP8L: 14 bits each, less one
-    return webp(b"VP8L", b"\x2f" + struct.pack("<I", (width - 1) | (height - 1) << 14) + bytes(4))
-
-
-def webp_extended(width: int, height: int) -> bytes:  # VP8X: the canvas, 24 bits each, less one
-    return webp(b"VP8X", bytes(4) + (width - 1).to_bytes(3, "little") + (height - 1).to_bytes(3, "little"))
-
-
 PNG = png(3, 2)
-
-
-def data_url(image: bytes, media_type: str = "image/png") -> str:
-    return f"data:{media_type};base64,{base64.b64encode(image).decode()}"
-
-
-def image_part(image: bytes, media_type: str = "image/png") -> dict[str, Any]:
-    return {"type": "image_url", "image_url": {"url": data_url(image, media_type)}}
 
 
 def text_part(text: str) -> dict[str, Any]:

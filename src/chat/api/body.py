@@ -16,8 +16,8 @@ reaches a check that would copy it, as a tool's schema or a join of text parts d
 
 from __future__ import annotations
 
+import os
 import re
-import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,10 +82,13 @@ def split(data: bytes, limit: int) -> SplitBody:
     urls: dict[str, str] = {}
     escapes = 0
     rest = 0
-    nonce = secrets.token_hex(8)  # so that no client can write a placeholder of its own
+    nonce = ""
     view = memoryview(data)
     at = 0
     for match in _DATA_URL.finditer(data):
+        # So that no client can write a placeholder of its own; os.urandom, not `secrets`,
+        # whose imports (hmac, random) every isolate would pay for at start-up.
+        nonce = nonce or os.urandom(8).hex()
         start, end = match.span(1)
         url = str(view[start:end], "ascii")  # straight into a compact str: no copy of the bytes first
         if "\\" in url:

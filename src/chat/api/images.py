@@ -31,8 +31,8 @@ FORMATS_NAMED = "PNG, JPEG, WebP or GIF"
 # The bounds, and why (docs/images.md, "Bounds"):
 # - bytes per image: a 12-megapixel phone photo is 2 to 5 MB as JPEG; more buys the model
 #   nothing (each model scales an image down to its own input size) and costs the isolate
-#   its memory (a request's image bytes are held two to four times over while it is read:
-#   body, text, parsed value, the call sent on; measured in docs/images.md).
+#   its memory (a request's image bytes are held about twice while it is read, as the body
+#   and as its data URL's text, and again in the call sent on: docs/images.md, "Memory").
 MAX_IMAGE_BYTES = 5 * 1024 * 1024
 # - bytes per request: what the isolate's 128 MB holds beside Pyodide (about 30 MB) and
 #   every stream in flight, with the copies a request still makes (docs/images.md,
@@ -119,7 +119,7 @@ def checked_data_url(url: Any, where: str, budget: ImageBudget) -> tuple[str, Im
     # never held twice over in the isolate's memory (docs/images.md, "Memory").
     if len(text) % 4 or not _BASE64.fullmatch(text):
         raise invalid_request(f"{where}: the data URL is not valid base64.", param=where)
-    size = len(text) // 4 * 3 - (len(text) - len(text.rstrip("=")))
+    size = len(text) // 4 * 3 - (2 if text.endswith("==") else 1 if text.endswith("=") else 0)  # rstrip would copy it
     if size > MAX_IMAGE_BYTES:
         raise ApiError("payload_too_large", f"{where}: an image may be at most {MAX_IMAGE_BYTES} bytes.", param=where)
     try:

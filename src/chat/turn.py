@@ -107,6 +107,7 @@ class ChatTurn:
     tool_inputs: Mapping[str, Any] = dataclasses.field(default_factory=dict)  # tools, tool_choice, parallel_tool_calls
     output: OutputFormat | None = None
     stop: tuple[str, ...] = ()  # stop sequences (the Worker ends the answer before the first)
+    cache_key: str | None = None  # the client's prompt-caching key (/v1/responses' prompt_cache_key)
 
     def model_inputs(self, system_prompt: str) -> dict[str, Any]:
         """The inputs every model gets; what differs per model (sampling ranges, reasoning,

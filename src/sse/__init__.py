@@ -1,6 +1,7 @@
 """The SSE core: a sans-IO event-stream parser (a receive buffer that hands out whole
 events, and a reader of their lines), upstream normalizer, protocol encoders (our SSE and
-NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and completions), the Reframer that composes them, and
+NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and completions, OpenAI
+Responses), the Reframer that composes them, and
 the one table of client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
@@ -31,6 +32,7 @@ from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import CUT_SHORT_REASONS, Reframer
 from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayFormat, ReplayWriter, StoredEvent, parse_event_id
+from ._responses_encoder import ResponsesEncoder, responses_usage
 from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_code
@@ -67,6 +69,7 @@ __all__ = [
     "RATE_LIMIT_CODES",
     "ReceiveBuffer",
     "ReplayFormat",
+    "ResponsesEncoder",
     "ReplayWriter",
     "Reframer",
     "ReframerStats",
@@ -89,4 +92,5 @@ __all__ = [
     "openai_finish_reason",
     "openai_usage",
     "parse_event_id",
+    "responses_usage",
 ]

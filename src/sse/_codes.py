@@ -38,6 +38,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="invalid_request", status=400, message="The request is not valid."),
     ErrorCode(code="invalid_stream_id", status=400, message="The stream id is not one this Worker gave out."),
     ErrorCode(code="invalid_last_event_id", status=400, message="Last-Event-ID must be an event id of this stream."),
+    ErrorCode(code="previous_response_not_found", status=400, message="There is no stored response with this id."),
     ErrorCode(code="unauthorized", status=401, message="A valid bearer token is required."),
     ErrorCode(code="origin_not_allowed", status=403, message="This origin may not use the API."),
     ErrorCode(code="not_found", status=404, message="There is nothing at this path."),

@@ -58,7 +58,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     _refuse_what_cannot_be_honoured(payload)
     messages = checked_message_list(payload, config)
     plain = [_plain_message(message, index) for index, message in enumerate(messages)]
-    stream = _flag(payload, "stream")
+    stream = flag(payload, "stream")
     options = payload.get("stream_options")
     if options is not None and not stream:
         raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
@@ -67,12 +67,12 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     options = options or {}
     turn = checked_turn(payload, plain, config, position=lambda index: index, system=config.openai_system_messages,
                         model_required=True, max_tokens=_max_tokens(payload, config))
-    turn = replace(turn, options=_model_options(payload, turn.models[0]), stop=_stop(payload.get("stop")))
+    turn = replace(turn, options=model_options(payload, turn.models[0]), stop=_stop(payload.get("stop")))
     return CompletionRequest(
         turn=turn,
         stream=stream,
-        include_usage=_flag(options, "include_usage", "stream_options."),
-        obfuscation=_flag(options, "include_obfuscation", "stream_options.", default=True),
+        include_usage=flag(options, "include_usage", "stream_options."),
+        obfuscation=flag(options, "include_obfuscation", "stream_options.", default=True),
     )
 
 
@@ -132,7 +132,7 @@ def _plain_message(message: Any, index: int) -> Any:
     return plain
 
 
-def _flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: bool = False) -> bool:
+def flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: bool = False) -> bool:
     value = payload.get(field)
     if value is None:
         return default
@@ -153,7 +153,7 @@ def _max_tokens(payload: dict[str, Any], config: Config) -> int:
     return budget
 
 
-def _model_options(payload: dict[str, Any], model: str) -> tuple[tuple[str, float | int], ...]:
+def model_options(payload: dict[str, Any], model: str) -> tuple[tuple[str, float | int], ...]:
     # Ranges as the requested model's schema gives them (chat.model.catalog); a fallback that
     # takes less gets the value clamped into its own.
     options: list[tuple[str, float | int]] = []

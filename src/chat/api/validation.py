@@ -100,7 +100,7 @@ def checked_message_list(payload: Any, config: Config) -> list[Any]:
 def checked_turn(
     payload: dict[str, Any], messages: list[Any], config: Config, *, position: Callable[[int], int],
     counted: str = "entries", system: bool = False, model_required: bool = False, resumable: bool = False,
-    max_tokens: int | None = None, part_name: PartName | None = None,
+    max_tokens: int | None = None, part_name: PartName | None = None, field: str = "messages",
 ) -> ChatTurn:
     """The fields every surface shares, checked once: the model choice, tools, messages
     (plain messages in the binding's shape, converted by the surface; `position`, `counted`,
@@ -114,7 +114,7 @@ def checked_turn(
     output = checked_response_format(payload.get("response_format"))
     budget = images.ImageBudget()
     checked = checked_messages(messages, config, position=position, counted=counted, system=system, part_name=part_name,
-                               budget=budget)
+                               budget=budget, field=field)
     needs: list[tuple[catalog.Capability, str]] = []
     if budget.first is not None:
         needs.append(("vision", budget.first))
@@ -258,6 +258,7 @@ def checked_gateway_options(value: Any) -> bool:
 def checked_messages(
     messages: list[Any], config: Config, *, position: Callable[[int], int], system: bool = False,
     counted: str = "entries", part_name: PartName | None = None, budget: images.ImageBudget | None = None,
+    field: str = "messages",
 ) -> tuple[Message, ...]:
     """The messages in the binding's shape, or ApiError(invalid_request) naming the bad one.
 
@@ -275,18 +276,19 @@ def checked_messages(
     A user message's content may instead be a list of text and image parts (OpenAI's
     shape; chat.api.images checks each image, spending from `budget`); `part_name(index,
     part)` gives a part's name in the client's request (default: `messages[i].content[k]`).
-    Text parts count towards MAX_INPUT_CHARS; images have their own bounds."""
+    Text parts count towards MAX_INPUT_CHARS; images have their own bounds. `field`: the
+    request field the messages came from, as refusals name it (`input` on /v1/responses)."""
     budget = budget if budget is not None else images.ImageBudget()
-    name_part = part_name or (lambda index, part: f"messages[{position(index)}].content[{part}]")
+    name_part = part_name or (lambda index, part: f"{field}[{position(index)}].content[{part}]")
     # MAX_MESSAGES bounds what the model reads: on /api/ui-chat, after each tool result
     # became a message of its own.
     if len(messages) > config.max_messages:
-        raise invalid_request(f"messages has {len(messages)} {counted}; at most {config.max_messages} are allowed.", param="messages")
+        raise invalid_request(f"{field} has {len(messages)} {counted}; at most {config.max_messages} are allowed.", param=field)
     checked: list[dict[str, Any]] = []
     total_chars = 0
     calls: dict[str, str] = {}  # those of the nearest assistant message with tool_calls
     for index, message in enumerate(messages):
-        where = f"messages[{position(index)}]"
+        where = f"{field}[{position(index)}]"
         if not isinstance(message, dict):
             raise invalid_request(f"{where} must be an object.", param=where)
         role = message.get("role")
@@ -313,10 +315,10 @@ def checked_messages(
         total_chars += tools.input_chars(entry)
         checked.append(entry)
     if total_chars > config.max_input_chars:
-        raise invalid_request(f"messages content, tool results and call arguments total {total_chars} characters; "
-                              f"at most {config.max_input_chars} are allowed.", param="messages")
+        raise invalid_request(f"{field}: content, tool results and call arguments total {total_chars} characters; "
+                              f"at most {config.max_input_chars} are allowed.", param=field)
     if checked[-1]["role"] not in LAST_ROLES:
-        raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
+        raise invalid_request(f"{field}: the last message must come from the user, or be a tool result.", param=field)
     # Each entry was built in Message's shape above (or by chat.api.tools).
     return cast(tuple[Message, ...], tuple(checked))
 

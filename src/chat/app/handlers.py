@@ -14,6 +14,7 @@ from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
+from chat.api.responses import validate_responses
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
@@ -42,6 +43,7 @@ from sse import (
     OpenAIChunkEncoder,
     OpenAICompletionEncoder,
     Reframer,
+    ResponsesEncoder,
     SSEEncoder,
     UIMessageStreamEncoder,
 )
@@ -171,15 +173,32 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
         encoder: Encoder = OpenAIChunkEncoder(created=created, max_tokens=max_tokens, include_usage=request.include_usage)
         padding = config.padding if request.obfuscation else 0
         return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding)
-    started = await _start_model(edge, exchange, admitted, request.turn)
-    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=request.turn.stop, max_tokens=max_tokens,
-                        encoder=OpenAICompletionEncoder(created=created, max_tokens=max_tokens), gateway_log_id=started.gateway_log_id,
-                        answer_check=answer_check(request.turn.output, tools_offered=bool(request.turn.tool_inputs)))
+    return await _collected(edge, exchange, admitted, request.turn, OpenAICompletionEncoder(created=created, max_tokens=max_tokens))
+
+
+async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    config = admitted.config
+    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn)
+    encoder = ResponsesEncoder(created_at=int(time.time()), response=request.echo, streamed=request.stream, names=request.names,
+                               max_tokens=request.turn.max_tokens)
+    if request.stream:
+        padding = config.padding if request.obfuscation else 0
+        return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding)
+    return await _collected(edge, exchange, admitted, request.turn, encoder)
+
+
+async def _collected(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, encoder: Encoder) -> Reply:
+    """An answer read whole inside the Worker (`stream: false`): the encoder's one frame is
+    the body, and a failure's status is its error code's."""
+    started = await _start_model(edge, exchange, admitted, turn)
+    reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=turn.stop, max_tokens=turn.max_tokens,
+                        encoder=encoder, gateway_log_id=started.gateway_log_id,
+                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)))
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
-    timeouts = replace(config.timeouts, ping_interval=math.inf)
+    timeouts = replace(admitted.config.timeouts, ping_interval=math.inf)
     lifecycle = StreamLifecycle(reframer, timeouts, now=time.monotonic())
-    fields = _log_fields(exchange, "openai-chat", started)
+    fields = _log_fields(exchange, admitted.route.name, started)
     log("chat_stream_started", **fields)
     body = await collect(started.stream, lifecycle, log_fields=fields)
     code = reframer.last_error_code

@@ -131,8 +131,8 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
     """The prompt-caching session of a conversation (Workers AI's x-session-affinity): the
     same for every turn of it, so follow-ups reach the instance that holds its prefix.
 
-    Made of the client (its rate-limit key) and the AI SDK's chat id where there is one,
-    else the conversation's opening, its messages up to the first user message, which
+    Made of the client (its rate-limit key) and the AI SDK's chat id or the Responses
+    API's prompt_cache_key where there is one, else the conversation's opening, its messages up to the first user message, which
     every later turn repeats. The client is part of it so that other clients' sessions
     never share one on purpose: a shared session would let one client learn from
     `cached_tokens` whether its guess of another's conversation is right, and would put
@@ -144,6 +144,8 @@ def session_key(turn: ChatTurn, client: str | None) -> str:
 
     if turn.chat_id is not None:
         basis: object = ["chat", turn.chat_id]
+    elif turn.cache_key is not None:
+        basis = ["cache_key", turn.cache_key]
     else:
         opening = next((i for i, message in enumerate(turn.messages) if message["role"] == "user"), 0)
         basis = [_without_image_bytes(message) for message in turn.messages[: opening + 1]]

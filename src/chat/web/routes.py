@@ -53,6 +53,8 @@ ROUTES: tuple[Route, ...] = (
     Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="stream_reader"),
     Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
           errors=openai_error_body),
+    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
+          errors=openai_error_body),
     Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models", errors=openai_error_body),
 )
 

@@ -1,0 +1,400 @@
+"""OpenAI's Responses API, the request side (docs/openai.md, "The Responses API"): a
+`POST /v1/responses` body checked before any inference and turned into the same ChatTurn
+every surface hands on. Pure Python.
+
+The input items become chat messages: `instructions` and `system`/`developer` messages
+are system messages; a user message's `input_text` and `input_image` parts are its text
+and image parts; `function_call` items join the assistant message before them as its
+tool calls, and each `function_call_output` is the tool message answering one. `reasoning`
+items are left out: no Workers AI model takes its earlier thinking back (and an encrypted
+one could not be read). A function tool is offered as it is; the tools of a `namespace`
+are offered as `<namespace>__<name>`, and the model's calls of them go back to the client
+with `namespace` and `name` apart. Hosted tools (web search, file search, ...) run on
+OpenAI's servers: they are left out and documented, so a client that offers one (Codex
+CLI offers web search) is still answered. What the Worker cannot do and a client would
+rely on (stored responses, background mode, truncation) is a 400 naming the field.
+
+Checks are the chat surfaces' own (chat.api.validation, chat.api.tools); a refusal names
+the field as the client sent it (`input[3].content[1]`, `tools[2].parameters`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from chat.api import tools as tool_checks
+from chat.api.openai import flag, model_options
+from chat.api.validation import WHITESPACE, checked_max_tokens, checked_turn
+from chat.config import Config
+from chat.turn import ChatTurn
+from chat.web.errors import ApiError, invalid_request
+
+MAX_METADATA_PAIRS = 16  # OpenAI's bounds on metadata
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_VALUE_CHARS = 512
+MAX_CACHE_KEY_CHARS = 256
+NAMESPACE_SEPARATOR = "__"
+
+# Tools OpenAI runs itself: none of them exists here, so they are not offered to the model.
+HOSTED_TOOLS = frozenset({
+    "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11", "file_search",
+    "code_interpreter", "image_generation", "computer", "computer_use_preview", "mcp", "tool_search",
+    "programmatic_tool_calling", "local_shell", "shell", "apply_patch", "custom",
+})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResponsesRequest:
+    """A checked Responses request: the turn, how to answer, and what the Response object
+    repeats of the request. `names` maps a namespace tool's name as the model knows it to
+    its (namespace, name)."""
+
+    turn: ChatTurn
+    stream: bool
+    obfuscation: bool
+    echo: Mapping[str, Any]
+    names: Mapping[str, tuple[str, str]]
+
+
+def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
+    """The request in `payload`, or ApiError: 400 naming the field (in the message and in
+    `param`), `previous_response_not_found` for a `previous_response_id` (nothing is
+    stored yet), 404 `model_not_found` for a model not served here."""
+    if not isinstance(payload, dict):
+        raise invalid_request("The request body must be a JSON object.")
+    _refuse_what_cannot_be_honoured(payload)
+    offered, names, where_tool = _checked_tools(payload.get("tools"))
+    messages, position, part_name = _messages(payload, config, names)
+    choice = _tool_choice(payload.get("tool_choice"), offered, names)
+    output = _response_format(payload.get("text"))
+    reasoning = payload.get("reasoning")
+    if reasoning is not None and not isinstance(reasoning, dict):
+        raise invalid_request("reasoning must be an object.", param="reasoning")
+    chat_payload = {
+        "model": payload.get("model"), "temperature": payload.get("temperature"),
+        "tools": offered or None, "tool_choice": choice, "parallel_tool_calls": payload.get("parallel_tool_calls"),
+        "reasoning_effort": (reasoning or {}).get("effort"), "response_format": output,
+    }
+    max_tokens = checked_max_tokens(payload.get("max_output_tokens"), config, "max_output_tokens")
+    try:
+        turn = checked_turn(chat_payload, messages, config, position=position, system=True, model_required=True,
+                            max_tokens=max_tokens, part_name=part_name, field="input", counted="items")
+    except ApiError as error:
+        raise _renamed(error, where_tool) from None
+    top_p = payload.get("top_p")
+    turn = replace(turn, options=model_options({"top_p": top_p}, turn.models[0]), cache_key=_cache_key(payload.get("prompt_cache_key")))
+    stream = flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and not stream:
+        raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise invalid_request("stream_options must be an object.", param="stream_options")
+    echo = {
+        "instructions": payload.get("instructions"), "max_output_tokens": payload.get("max_output_tokens"),
+        "metadata": _metadata(payload.get("metadata")), "parallel_tool_calls": payload.get("parallel_tool_calls", True),
+        "temperature": payload.get("temperature"), "top_p": top_p, "tool_choice": payload.get("tool_choice") or "auto",
+        "tools": payload.get("tools") or [], "text": payload.get("text") or {"format": {"type": "text"}},
+        "reasoning": reasoning or {"effort": None, "summary": None}, "store": False, "truncation": "disabled",
+    }
+    return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options or {}, "include_obfuscation", "stream_options.", default=True),
+                            echo=echo, names=names)
+
+
+def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
+    if payload.get("previous_response_id") is not None:
+        raise ApiError("previous_response_not_found", "previous_response_id: this Worker keeps no responses yet; send the "
+                       "whole conversation in input.", param="previous_response_id")
+    for field, reason in (
+        ("background", "background responses need stored responses, which this Worker does not keep yet"),
+        ("conversation", "conversations are not kept here; send the whole conversation in input"),
+        ("prompt", "prompt templates are not kept here; send instructions and input"),
+    ):
+        value = payload.get(field)
+        if value is not None and value is not False:
+            raise invalid_request(f"{field}: {reason}.", param=field)
+    truncation = payload.get("truncation")
+    if truncation is not None and truncation != "disabled":
+        raise invalid_request('truncation: only "disabled" is supported here; the Worker never drops part of a conversation.',
+                              param="truncation")
+    for field in ("store",):
+        value = payload.get(field)
+        if value is not None and not isinstance(value, bool):
+            raise invalid_request(f"{field} must be true or false.", param=field)
+    include = payload.get("include")
+    if include is not None and (not isinstance(include, list) or len(include) > 16 or not all(isinstance(v, str) for v in include)):
+        raise invalid_request("include must be a list of at most 16 strings.", param="include")
+
+
+# --- tools ------------------------------------------------------------------------------------
+
+
+def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]], dict[int, str]]:
+    """The function tools to offer, in the chat shape chat.api.tools checks; the names of
+    namespace tools; and each offered tool's place in the request (for refusals)."""
+    if value is None:
+        return [], {}, {}
+    if not isinstance(value, list):
+        raise invalid_request("tools must be a list of tools.", param="tools")
+    if len(value) > tool_checks.MAX_TOOLS:
+        raise invalid_request(f"tools has {len(value)} entries; at most {tool_checks.MAX_TOOLS} are allowed.", param="tools")
+    offered: list[dict[str, Any]] = []
+    names: dict[str, tuple[str, str]] = {}
+    where: dict[int, str] = {}
+
+    def offer(tool: dict[str, Any], at: str, name: str) -> None:
+        where[len(offered)] = at
+        offered.append({"type": "function", "function": {"name": name, "description": tool.get("description"),
+                                                         "parameters": tool.get("parameters"), "strict": tool.get("strict")}})
+
+    for index, tool in enumerate(value):
+        at = f"tools[{index}]"
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if not isinstance(kind, str):
+            raise invalid_request(f"{at} must be an object with a type.", param=f"{at}.type")
+        if kind == "function":
+            offer(tool, at, tool.get("name"))  # type: ignore[arg-type]
+        elif kind == "namespace":
+            namespace = tool.get("name")
+            inner = tool.get("tools")
+            if not isinstance(namespace, str) or not isinstance(inner, list):
+                raise invalid_request(f"{at} must be a namespace with a name and a list of tools.", param=at)
+            if len(inner) > tool_checks.MAX_TOOLS:
+                raise invalid_request(f"{at}.tools has {len(inner)} entries; at most {tool_checks.MAX_TOOLS} are allowed.",
+                                      param=f"{at}.tools")
+            for inner_index, member in enumerate(inner):
+                member_at = f"{at}.tools[{inner_index}]"
+                if not isinstance(member, dict) or member.get("type") not in ("function", "custom"):
+                    raise invalid_request(f'{member_at}.type must be "function" or "custom".', param=f"{member_at}.type")
+                if member["type"] == "custom" or not isinstance(member.get("name"), str):
+                    continue  # a free-form tool: left out, as at the top level (and a bad name is refused below)
+                flat = f"{namespace}{NAMESPACE_SEPARATOR}{member['name']}"
+                names[flat] = (namespace, member["name"])
+                offer(member, member_at, flat)
+        elif kind not in HOSTED_TOOLS:
+            raise invalid_request(f"{at}.type: an unknown tool type; function and namespace tools are offered to the model, "
+                                  "hosted tools are left out (docs/openai.md).", param=f"{at}.type")
+    if len(offered) > tool_checks.MAX_TOOLS:
+        raise invalid_request(f"tools offer {len(offered)} functions; at most {tool_checks.MAX_TOOLS} are allowed.", param="tools")
+    return offered, names, where
+
+
+def _tool_choice(value: Any, offered: list[dict[str, Any]], names: Mapping[str, tuple[str, str]]) -> Any:
+    # The Responses shapes: "auto" | "none" | "required" | {"type": "function", "name"}.
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, dict) and value.get("type") == "function":
+        name = value.get("name")
+        flat = next((key for key, (space, member) in names.items() if member == name and space == value.get("namespace")), name)
+        if not any(tool["function"]["name"] == flat for tool in offered):
+            raise invalid_request("tool_choice.name must name one of the function tools.", param="tool_choice.name")
+        return {"type": "function", "function": {"name": flat}}
+    raise invalid_request('tool_choice must be "auto", "none", "required" or {"type": "function", "name": ...}; hosted tools '
+                          "and allowed_tools are not supported here.", param="tool_choice")
+
+
+def _renamed(error: ApiError, where_tool: Mapping[int, str]) -> ApiError:
+    """A refusal from the chat checks with the field named as the Responses request has it."""
+
+    def rename(text: str) -> str:
+        text = re.sub(r"tools\[(\d+)\]\.function", lambda found: where_tool.get(int(found[1]), found[0]), text)
+        text = text.replace("response_format.json_schema", "text.format").replace("response_format", "text.format")
+        text = text.replace("tool_choice.function.name", "tool_choice.name")
+        return text.replace("reasoning_effort", "reasoning.effort")
+
+    param = None if error.param is None else rename(error.param)
+    return ApiError(error.code, rename(error.message), param=param, headers=error.headers)
+
+
+def _response_format(text: Any) -> dict[str, Any] | None:
+    # `text.format` in the flat Responses shape, as the chat surface's response_format.
+    if text is None:
+        return None
+    if not isinstance(text, dict):
+        raise invalid_request("text must be an object.", param="text")
+    format = text.get("format")
+    if format is None:
+        return None
+    if not isinstance(format, dict):
+        raise invalid_request("text.format must be an object.", param="text.format")
+    if format.get("type") != "json_schema":
+        return format
+    spec = {key: format.get(key) for key in ("name", "description", "schema", "strict")}
+    return {"type": "json_schema", "json_schema": spec}
+
+
+# --- input ------------------------------------------------------------------------------------
+
+
+def _messages(payload: dict[str, Any], config: Config, names: Mapping[str, tuple[str, str]]) -> tuple[list[Any], Any, Any]:
+    """The chat messages of `instructions` and `input`, with each one's input index."""
+    messages: list[dict[str, Any]] = []
+    origin: list[int] = []  # each message's index in `input` (-1: instructions)
+    instructions = payload.get("instructions")
+    if instructions is not None:
+        if not isinstance(instructions, str):
+            raise invalid_request("instructions must be a string.", param="instructions")
+        if instructions.strip(WHITESPACE):
+            if not config.openai_system_messages:
+                raise invalid_request("instructions: system messages are set by the server.", param="instructions")
+            messages.append({"role": "system", "content": instructions})
+            origin.append(-1)
+    items = payload.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    if not isinstance(items, list) or not items:
+        raise invalid_request("input must be a string or a non-empty list of items.", param="input")
+    if len(items) > config.max_messages:
+        raise invalid_request(f"input has {len(items)} items; at most {config.max_messages} are allowed.", param="input")
+    flat = {(space, member): key for key, (space, member) in names.items()}
+    pending: set[str] = set()  # the call ids no function_call_output answered yet
+    for index, item in enumerate(items):
+        at = f"input[{index}]"
+        if not isinstance(item, dict):
+            raise invalid_request(f"{at} must be an object.", param=at)
+        kind = item.get("type", "message")
+        if kind == "message":
+            message = _message(item, at, config)
+            if message is not None:
+                messages.append(message)
+                origin.append(index)
+        elif kind == "function_call":
+            call_id = tool_checks.checked_identifier(item.get("call_id"), f"{at}.call_id")
+            name = tool_checks.checked_identifier(item.get("name"), f"{at}.name")
+            namespace = item.get("namespace")
+            if namespace is not None:
+                name = flat.get((namespace, name), f"{tool_checks.checked_identifier(namespace, f'{at}.namespace')}{NAMESPACE_SEPARATOR}{name}")
+            call = {"id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": tool_checks.checked_arguments(item.get("arguments"), f"{at}.arguments")}}
+            last = messages[-1] if messages else None
+            if last is not None and last["role"] == "assistant":  # its calls, unless results came between
+                last.setdefault("tool_calls", []).append(call)
+                if len(last["tool_calls"]) > tool_checks.MAX_CALLS_PER_MESSAGE:
+                    raise invalid_request(f"{at}: more than {tool_checks.MAX_CALLS_PER_MESSAGE} calls in a row.", param=at)
+            else:
+                messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
+                origin.append(index)
+            pending.add(call_id)
+        elif kind == "function_call_output":
+            call_id = tool_checks.checked_identifier(item.get("call_id"), f"{at}.call_id")
+            if call_id not in pending:
+                raise invalid_request(f"{at}.call_id: no function_call before it has this call_id, or it was answered already.",
+                                      param=f"{at}.call_id")
+            pending.discard(call_id)
+            messages.append({"role": "tool", "tool_call_id": call_id, "content": _output_text(item.get("output"), f"{at}.output")})
+            origin.append(index)
+        elif kind == "reasoning":
+            continue  # not sent back to the model (see the module's docstring)
+        elif kind == "item_reference":
+            raise invalid_request(f"{at}: item references need stored responses, which this Worker does not keep yet.", param=f"{at}.type")
+        else:
+            raise invalid_request(f"{at}.type: only message, function_call, function_call_output and reasoning items are taken here.",
+                                  param=f"{at}.type")
+    if not messages or all(message["role"] == "system" for message in messages):
+        raise invalid_request("input must hold a message of the user.", param="input")
+
+    def position(index: int) -> int:
+        return origin[index]
+
+    def part_name(index: int, part: int) -> str:
+        return f"input[{origin[index]}].content[{part}]"
+
+    return messages, position, part_name
+
+
+_INPUT_ROLES = ("user", "assistant", "system", "developer")
+
+
+def _message(item: dict[str, Any], at: str, config: Config) -> dict[str, Any] | None:
+    role = item.get("role")
+    if role not in _INPUT_ROLES:
+        raise invalid_request(f'{at}.role must be "user", "assistant", "system" or "developer".', param=f"{at}.role")
+    content = item.get("content")
+    if role in ("system", "developer"):
+        if not config.openai_system_messages:
+            raise invalid_request(f"{at}.role: system messages are set by the server.", param=f"{at}.role")
+        text = _joined_text(content, at, ("input_text",))
+        return {"role": "system", "content": text} if text.strip(WHITESPACE) else None
+    if role == "assistant":
+        return {"role": "assistant", "content": _joined_text(content, at, ("output_text", "refusal", "input_text"))}
+    if isinstance(content, str):
+        return {"role": "user", "content": content}
+    if not isinstance(content, list):
+        raise invalid_request(f"{at}.content must be a string or a list of input_text and input_image parts.", param=f"{at}.content")
+    parts: list[Any] = []
+    for index, part in enumerate(content):
+        part_at = f"{at}.content[{index}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "input_text":
+            parts.append({"type": "text", "text": part.get("text")})
+        elif kind == "input_image":
+            if part.get("file_id") is not None:
+                raise invalid_request(f"{part_at}.file_id: files are not kept here; send the image as a data URL in image_url.",
+                                      param=f"{part_at}.file_id")
+            image = {"url": part.get("image_url")}
+            parts.append({"type": "image_url", "image_url": image})
+        else:
+            raise invalid_request(f"{part_at} must be an input_text or an input_image part.", param=part_at)
+    return {"role": "user", "content": parts}
+
+
+def _joined_text(content: Any, at: str, kinds: tuple[str, ...]) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        raise invalid_request(f"{at}.content must be a string or a list of text parts.", param=f"{at}.content")
+    texts = []
+    for index, part in enumerate(content):
+        kind = part.get("type") if isinstance(part, dict) else None
+        text = part.get("refusal" if kind == "refusal" else "text") if kind in kinds else None
+        if not isinstance(text, str):
+            part_at = f"{at}.content[{index}]"
+            raise invalid_request(f"{part_at} must be one of: {', '.join(kinds)}, with its text.", param=part_at)
+        texts.append(text)
+    return "\n".join(texts)
+
+
+def _output_text(output: Any, at: str) -> str:
+    # A function's output: a string, or a list of input_text parts (images are not taken here).
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return _parts_text(output, at)
+    raise invalid_request(f"{at} must be a string or a list of input_text parts.", param=at)
+
+
+def _parts_text(parts: list[Any], at: str) -> str:
+    texts = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict) or part.get("type") != "input_text" or not isinstance(part.get("text"), str):
+            raise invalid_request(f"{at}[{index}] must be an input_text part; images and files are not taken in a tool's output here.",
+                                  param=f"{at}[{index}]")
+        texts.append(part["text"])
+    return "\n".join(texts)
+
+
+# --- the rest -----------------------------------------------------------------------------------
+
+
+def _metadata(value: Any) -> dict[str, str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > MAX_METADATA_PAIRS:
+        raise invalid_request(f"metadata must be an object of at most {MAX_METADATA_PAIRS} pairs.", param="metadata")
+    for key, item in value.items():
+        if len(key) > MAX_METADATA_KEY_CHARS or not isinstance(item, str) or len(item) > MAX_METADATA_VALUE_CHARS:
+            raise invalid_request(f"metadata: keys of at most {MAX_METADATA_KEY_CHARS} characters, string values of at most "
+                                  f"{MAX_METADATA_VALUE_CHARS}.", param="metadata")
+    return value
+
+
+def _cache_key(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not 0 < len(value) <= MAX_CACHE_KEY_CHARS:
+        raise invalid_request(f"prompt_cache_key must be a string of 1 to {MAX_CACHE_KEY_CHARS} characters.", param="prompt_cache_key")
+    return value

@@ -1,0 +1,286 @@
+"""OpenAI's Responses API as one more encoding of the protocol (docs/openai.md, "The
+Responses API"): the streamed events of `POST /v1/responses`, or, collected, the one
+Response object of `stream: false`.
+
+A stream is `response.created` and `response.in_progress`, then the output items in the
+model's order, each opened by `response.output_item.added` and closed by
+`response.output_item.done`, then exactly one terminal: `response.completed`,
+`response.incomplete` (cut at the token budget or by a content filter) or, after an
+`error` event, `response.failed`. Every event carries `sequence_number`, from 0.
+
+The items: `reasoning` (the open models' raw thinking, as `response.reasoning_text.*`
+events inside a `reasoning_text` content part: it is their reasoning itself, not a summary
+of it, and OpenAI's own gpt-oss serving streams it the same way), `message` (one
+`output_text` part) and `function_call`. Opening and closing items is this encoder's state,
+so every response needs its own instance.
+
+The terminal events repeat the whole output, so the text of the answer is kept here (as
+the JSON string bodies it was sent with, decoded once at the end): this surface holds the
+answer, where the others hold at most a partial line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from json.encoder import encode_basestring
+from typing import Any
+
+from ._encoders import Encoder, _dumps
+from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._openai_encoder import JSON_TYPE, openai_error, openai_finish_reason
+
+__all__ = ["ResponsesEncoder", "responses_usage"]
+
+# Finish reasons that end a response `incomplete`, and the reason OpenAI gives for each.
+_INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
+
+
+def responses_usage(usage: Mapping[str, int]) -> dict[str, object]:
+    """Our usage counts in the Responses shape. Workers AI does not count reasoning tokens
+    apart from the answer's: they are inside `output_tokens`, and `reasoning_tokens` is 0."""
+    return {
+        "input_tokens": usage["prompt_tokens"],
+        "input_tokens_details": {"cached_tokens": usage.get("cached_tokens", 0), "cache_write_tokens": 0},
+        "output_tokens": usage["completion_tokens"],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage["total_tokens"],
+    }
+
+
+def _obfuscation(padding: str) -> str:
+    # OpenAI's field for the padding of delta events (stream_options.include_obfuscation),
+    # left out when padding is off.
+    return f',"obfuscation":"{padding}"' if padding else ""
+
+
+class _Item:
+    """An output item being written: its place, its id, and what it has said so far."""
+
+    __slots__ = ("bodies", "call", "index", "item_id", "kind")
+
+    def __init__(self, kind: str, index: int, item_id: str, call: dict[str, Any] | None = None) -> None:
+        self.kind = kind  # "reasoning", "message" or "function_call"
+        self.index = index  # its output_index
+        self.item_id = item_id
+        self.bodies: list[str] = []  # its text (or arguments) as JSON string bodies, in order
+        self.call = call  # a function call's item fields
+
+    def text(self) -> str:
+        # One decode for the whole text: the bodies are valid JSON string bodies.
+        return json.loads('"' + "".join(self.bodies) + '"')  # type: ignore[no-any-return]
+
+
+class ResponsesEncoder(Encoder):
+    """`streamed`: server-sent events; else nothing until the end, which is the Response
+    object (or OpenAI's error object), the caller setting the status from the error code.
+
+    `response` holds the Response object's fields that repeat the request (tools,
+    tool_choice, instructions, metadata, temperature and the like); `created_at` is its
+    Unix time. `names` maps a tool's name as the model knows it to its (namespace, name)
+    in the client's request, for the tools of a `namespace`. `max_tokens` is the budget
+    the model was given, to tell an answer cut at it (openai_finish_reason's rule)."""
+
+    def __init__(self, *, created_at: int, response: Mapping[str, Any], streamed: bool = True,
+                 names: Mapping[str, tuple[str, str]] | None = None, max_tokens: int | None = None) -> None:
+        self.content_type = "text/event-stream; charset=utf-8" if streamed else JSON_TYPE
+        self._streamed = streamed
+        self._created_at = created_at
+        self._echo = dict(response)
+        self._names = names or {}
+        self._max_tokens = max_tokens
+        self._id = ""
+        self._model = ""
+        self._sequence = 0
+        self._items: list[_Item] = []
+        self._open: _Item | None = None  # the reasoning or message item being streamed
+        self._calls: dict[int, _Item] = {}  # a call's index -> its item, until it is whole
+        self._text_prefix = ""  # what every text delta of the open message starts with
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return super().headers if self._streamed else {"content-type": JSON_TYPE}
+
+    # --- the frames -----------------------------------------------------------------------
+
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        self._id = "resp_" + request_id
+        self._model = model
+        if not self._streamed:
+            return ""
+        response = self._response("in_progress", usage=None)
+        return self._event("response.created", {"response": response}) + self._event("response.in_progress", {"response": response})
+
+    def delta(self, text: str, padding: str) -> str:
+        return self.json_delta(encode_basestring(text)[1:-1], padding)
+
+    def json_delta(self, body: str, padding: str) -> str:
+        opening = "" if self._open is not None and self._open.kind == "message" else self._open_message()
+        item = self._open
+        assert item is not None
+        item.bodies.append(body)
+        if not self._streamed:
+            return ""
+        number = self._next()
+        return f'{opening}{self._text_prefix}"{body}","logprobs":[]{_obfuscation(padding)},"sequence_number":{number}}}\n\n'
+
+    def reasoning(self, text: str, padding: str) -> str:
+        return self.json_reasoning(encode_basestring(text)[1:-1], padding)
+
+    def json_reasoning(self, body: str, padding: str) -> str:
+        opening = "" if self._open is not None and self._open.kind == "reasoning" else self._open_reasoning()
+        item = self._open
+        assert item is not None
+        item.bodies.append(body)
+        if not self._streamed:
+            return ""
+        number = self._next()
+        return (f'{opening}event: response.reasoning_text.delta\ndata: {{"type":"response.reasoning_text.delta",'
+                f'"item_id":"{item.item_id}","output_index":{item.index},"content_index":0,"delta":"{body}"'
+                f'{_obfuscation(padding)},"sequence_number":{number}}}\n\n')
+
+    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+        out = self._close_open()
+        namespace, name = self._names.get(call.name, (None, call.name))
+        fields: dict[str, Any] = {"call_id": call.id, "name": name}
+        if namespace is not None:
+            fields["namespace"] = namespace
+        item = _Item("function_call", len(self._items), f"fc_{self._id[5:]}_{call.index}", fields)
+        self._items.append(item)
+        self._calls[call.index] = item
+        if self._streamed:
+            out += self._event("response.output_item.added", {"output_index": item.index, "item": self._call_item(item, "in_progress")})
+        return out
+
+    def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
+        item = self._calls[delta.index]
+        body = encode_basestring(delta.arguments)[1:-1]
+        item.bodies.append(body)
+        if not self._streamed:
+            return ""
+        number = self._next()
+        return (f'event: response.function_call_arguments.delta\ndata: {{"type":"response.function_call_arguments.delta",'
+                f'"item_id":"{item.item_id}","output_index":{item.index},"delta":"{body}"{_obfuscation(padding)},'
+                f'"sequence_number":{number}}}\n\n')
+
+    def tool_call(self, call: ToolCall) -> str:
+        item = self._calls.pop(call.index)
+        item.bodies = [encode_basestring(call.arguments)[1:-1]]  # the whole arguments, as the assembler has them
+        if not self._streamed:
+            return ""
+        done = {"output_index": item.index, "item_id": item.item_id, "name": item.call["name"] if item.call else "",
+                "arguments": call.arguments}
+        return (self._event("response.function_call_arguments.done", done)
+                + self._event("response.output_item.done", {"output_index": item.index, "item": self._call_item(item, "completed")}))
+
+    def ping(self) -> str:
+        # A comment: the SDKs skip it, proxies see the connection alive.
+        return ": ping\n\n" if self._streamed else ""
+
+    def done(self, stats: ReframerStats) -> str:
+        out = self._close_open()
+        # The Chat Completions rule: a budget spent without a finish reason reads as a cut.
+        reason = _INCOMPLETE.get(openai_finish_reason(stats, self._max_tokens))
+        usage = None if stats.usage is None else responses_usage(stats.usage)
+        status = "completed" if reason is None else "incomplete"
+        response = self._response(status, usage=usage, incomplete=reason)
+        if not self._streamed:
+            return _dumps(response)
+        return out + self._event(f"response.{status}", {"response": response})
+
+    def error(self, *, code: str, message: str, request_id: str) -> str:
+        if not self._streamed:
+            return _dumps(openai_error(code, message))
+        out = self._close_open(status="incomplete")
+        for item in list(self._calls.values()):  # calls cut off before they were whole
+            out += self._event("response.output_item.done", {"output_index": item.index, "item": self._call_item(item, "incomplete")})
+        self._calls.clear()
+        # OpenAI's `error` event, with the fields of its type and the `error` object that
+        # makes the openai SDKs raise; then the terminal, which clients that skip `error`
+        # (Codex CLI) end on.
+        failure = openai_error(code, message)
+        out += self._event("error", {"code": code, "message": message, "param": None, **failure})
+        response = self._response("failed", usage=None, error={"code": code, "message": message})
+        return out + self._event("response.failed", {"response": response})
+
+    # --- items ------------------------------------------------------------------------------
+
+    def _open_message(self) -> str:
+        out = self._close_open()
+        item = self._open = self._add("message", "msg")
+        self._text_prefix = (f'event: response.output_text.delta\ndata: {{"type":"response.output_text.delta",'
+                             f'"item_id":"{item.item_id}","output_index":{item.index},"content_index":0,"delta":')
+        if not self._streamed:
+            return out
+        added = {"id": item.item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
+                + self._event("response.content_part.added", {"item_id": item.item_id, "output_index": item.index,
+                                                              "content_index": 0, "part": part}))
+
+    def _open_reasoning(self) -> str:
+        out = self._close_open()
+        item = self._open = self._add("reasoning", "rs")
+        if not self._streamed:
+            return out
+        added = {"id": item.item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
+        part = {"type": "reasoning_text", "text": ""}
+        return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
+                + self._event("response.content_part.added", {"item_id": item.item_id, "output_index": item.index,
+                                                              "content_index": 0, "part": part}))
+
+    def _add(self, kind: str, prefix: str) -> _Item:
+        item = _Item(kind, len(self._items), f"{prefix}_{self._id[5:]}_{len(self._items)}")
+        self._items.append(item)
+        return item
+
+    def _close_open(self, status: str = "completed") -> str:
+        item, self._open = self._open, None
+        if item is None or not self._streamed:
+            return ""
+        text = item.text()
+        where = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        if item.kind == "message":
+            part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+            text_done = self._event("response.output_text.done", {**where, "text": text, "logprobs": []})
+        else:
+            part = {"type": "reasoning_text", "text": text}
+            text_done = self._event("response.reasoning_text.done", {**where, "text": text})
+        return (text_done + self._event("response.content_part.done", {**where, "part": part})
+                + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item, status)}))
+
+    def _item(self, item: _Item, status: str) -> dict[str, Any]:
+        if item.kind == "function_call":
+            return self._call_item(item, status)
+        text = item.text()
+        if item.kind == "message":
+            return {"id": item.item_id, "type": "message", "status": status, "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
+        return {"id": item.item_id, "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}],
+                "status": status}
+
+    def _call_item(self, item: _Item, status: str) -> dict[str, Any]:
+        return {"id": item.item_id, "type": "function_call", "status": status, **(item.call or {}), "arguments": item.text()}
+
+    # --- the response -----------------------------------------------------------------------
+
+    def _response(self, status: str, *, usage: dict[str, object] | None, incomplete: str | None = None,
+                  error: dict[str, str] | None = None) -> dict[str, Any]:
+        whole = status != "in_progress"
+        output = [self._item(item, "incomplete" if status == "failed" else "completed") for item in self._items] if whole else []
+        response: dict[str, Any] = {
+            "id": self._id, "object": "response", "created_at": self._created_at, "status": status,
+            "background": False, "error": error, "incomplete_details": None if incomplete is None else {"reason": incomplete},
+            "model": self._model, "output": output, "usage": usage, **self._echo,
+        }
+        return response
+
+    def _event(self, kind: str, fields: Mapping[str, Any]) -> str:
+        return f"event: {kind}\ndata: {_dumps({'type': kind, **fields, 'sequence_number': self._next()})}\n\n"
+
+    def _next(self) -> int:
+        number = self._sequence
+        self._sequence += 1
+        return number
+
+

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 from typing import Any
 
+from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
 from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._openai_encoder import JSON_TYPE, openai_error, openai_finish_reason
@@ -200,7 +201,11 @@ class ResponsesEncoder(Encoder):
         # (Codex CLI) end on.
         failure = openai_error(code, message)
         out += self._event("error", {"code": code, "message": message, "param": None, **failure})
-        response = self._response("failed", usage=None, error={"code": code, "message": message})
+        # The Response's error.code is one of OpenAI's own few: ours travels in the message,
+        # with the request id for support, as in the AI SDK's error chunk.
+        overloaded = ERROR_CODES[code].status == 429 if code in ERROR_CODES else False
+        described = {"code": "rate_limit_exceeded" if overloaded else "server_error", "message": f"{message} ({code}, request {request_id})"}
+        response = self._response("failed", usage=None, error=described)
         return out + self._event("response.failed", {"response": response})
 
     # --- items ------------------------------------------------------------------------------

@@ -217,7 +217,8 @@ async def test_a_client_that_skips_error_events_ends_on_response_failed(start_ru
     kinds = [line[7:] for line in text.splitlines() if line.startswith("event: ")]
     assert kinds[-2:] == ["error", "response.failed"] and "response.completed" not in kinds
     failed = json.loads(text.rstrip().rsplit("data: ", 1)[1])
-    assert failed["response"]["status"] == "failed" and failed["response"]["error"]["code"] == "generation_failed"
+    assert failed["response"]["status"] == "failed" and failed["response"]["error"]["code"] == "server_error"
+    assert "(generation_failed, request " in failed["response"]["error"]["message"]
     assert "[DONE]" not in text
 
 

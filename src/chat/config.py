@@ -9,6 +9,24 @@ from chat.model import catalog
 from chat.stream.lifecycle import Timeouts
 from sse import DEFAULT_MAX_PADDING, MAX_PADDING
 
+# A request is sized to the context window of the model that answers it (docs/protocol.md,
+# "Limits"): ceilings that anything fitting the window stays under, not a tokenizer. A
+# token is about 4 characters of English and 1 to 2 of CJK text; as JSON, with escapes
+# and UTF-8, no text runs to 8 bytes a token, nor to 6 characters (a run of spaces in
+# code is the longest common token). Each message costs the chat template's role markers
+# besides its text: 32 tokens a message is far more than any template spends.
+BODY_BYTES_PER_TOKEN = 8
+INPUT_CHARS_PER_TOKEN = 6
+TOKENS_PER_MESSAGE = 32
+UNSTATED_CONTEXT_WINDOW = 8_192  # a model whose page states none, or one the catalog does not list
+
+
+def context_window(model: str) -> int:
+    """The model's context window in tokens, by the catalog."""
+    entry = catalog.lookup(model)
+    window = entry.context_window if isinstance(entry, catalog.Model) else None
+    return window or UNSTATED_CONTEXT_WINDOW
+
 
 class ConfigError(ValueError):
     """A [vars] entry or secret has a value the Worker cannot run with."""
@@ -19,10 +37,12 @@ class Config:
     model: str
     fallback_models: tuple[str, ...] = ()
     system_prompt: str = ""
-    max_tokens: int = 1024
-    max_body_bytes: int = 64 * 1024
-    max_messages: int = 50
-    max_input_chars: int = 32_000
+    # MAX_TOKENS, MAX_BODY_BYTES, MAX_MESSAGES and MAX_INPUT_CHARS are upper bounds; under
+    # them, a request's are its model's context window's (the methods below).
+    max_tokens: int = 4096
+    max_body_bytes: int = 2 * 1024 * 1024
+    max_messages: int = 1000
+    max_input_chars: int = 1_000_000
     start_timeout_ms: int = 15_000
     idle_timeout_ms: int = 30_000
     ping_interval_ms: int = 15_000
@@ -62,6 +82,20 @@ class Config:
     def served_models(self) -> tuple[str, ...]:
         """Every model a client may name (GET /v1/models lists them): `models`, then VISION_MODEL."""
         return tuple(dict.fromkeys((*self.models, *((self.vision_model,) if self.vision_model else ()))))
+
+    @property
+    def body_limit(self) -> int:
+        """The bytes a request body may have besides its images, read before its model is
+        known: the largest of any model served here, under MAX_BODY_BYTES."""
+        return min(self.max_body_bytes, max(context_window(model) * BODY_BYTES_PER_TOKEN for model in self.served_models))
+
+    def input_chars_for(self, model: str) -> int:
+        """The characters of text (messages, tool results, call arguments) `model` is sent at most."""
+        return min(self.max_input_chars, context_window(model) * INPUT_CHARS_PER_TOKEN)
+
+    def messages_for(self, model: str) -> int:
+        """The messages `model` is sent at most."""
+        return min(self.max_messages, max(1, context_window(model) // TOKENS_PER_MESSAGE))
 
     @classmethod
     def from_env(cls, read: Callable[[str], str | None]) -> Config:

@@ -20,7 +20,7 @@ def env(**values: str):
 def test_config_reads_defaults_and_lists():
     config = Config.from_env(env(MODEL="@cf/zai-org/glm-4.7-flash", FALLBACK_MODELS=" @cf/google/gemma-4-26b-a4b-it, ,@cf/meta/llama-3.3-70b-instruct-fp8-fast ", PADDING="0"))
     assert config.models == ("@cf/zai-org/glm-4.7-flash", "@cf/google/gemma-4-26b-a4b-it", "@cf/meta/llama-3.3-70b-instruct-fp8-fast")
-    assert config.padding == 0 and config.max_body_bytes == 64 * 1024 and config.auth_token is None
+    assert config.padding == 0 and config.max_body_bytes == 2 * 1024 * 1024 and config.auth_token is None
 
 
 @pytest.mark.parametrize(

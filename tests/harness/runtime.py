@@ -36,6 +36,21 @@ HUNG_REPORT = "detected that your Worker's code had hung"
 ADDRESS_IN_USE = "Address already in use"
 PORT_ATTEMPTS = 3
 
+
+def wrangler_config() -> Any:
+    """The Worker's configuration as wrangler.toml's [vars] give it (chat.config.Config),
+    for tests that go just past a limit of the default runtime."""
+    import tomllib
+
+    from chat.config import Config
+
+    variables = tomllib.loads((ROOT / "wrangler.toml").read_text(encoding="utf-8")).get("vars", {})
+    return Config.from_env(variables.get)
+
+
+# The default runtime's body limit besides images (Config.body_limit: its models' context windows).
+BODY_LIMIT: int = wrangler_config().body_limit
+
 # In Pyodide a stack overflow or an out-of-memory is not a Python exception: workerd aborts
 # the isolate, every stream in flight is cut, and wrangler restarts the runtime, after
 # which requests succeed again. Only the runtime's output tells, in these words.

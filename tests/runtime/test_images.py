@@ -17,7 +17,7 @@ import pytest
 
 from chat.api import images
 from tests.harness.client import USER, chat
-from tests.harness.runtime import RuntimeOptions
+from tests.harness.runtime import BODY_LIMIT, RuntimeOptions
 from tests.image_files import data_url, gif, image_part, png, png_header_only
 
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"  # wrangler.toml's VISION_MODEL
@@ -107,13 +107,13 @@ async def test_the_largest_request_allowed_is_answered_and_the_bounds_past_it_ar
         refused = await http.post(runtime.url + "/v1/chat/completions", json={"model": GEMMA, **body})
         assert (refused.status_code, refused.json()["error"]["param"]) == (status, param), refused.text
     # The rest of a body with images is held to MAX_BODY_BYTES, as a body without any is.
-    long_text = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x" * 70_000}, image_part(png(1, 1))]}]}
+    long_text = {"messages": [{"role": "user", "content": [{"type": "text", "text": "x" * (BODY_LIMIT + 1000)}, image_part(png(1, 1))]}]}
     assert (await http.post(runtime.url + "/api/chat", json=long_text)).status_code == 413
-    assert (await http.post(runtime.url + "/api/chat", json={"messages": [{"role": "user", "content": "x" * 70_000}]})).status_code == 413
+    assert (await http.post(runtime.url + "/api/chat", json={"messages": [{"role": "user", "content": "x" * (BODY_LIMIT + 1000)}]})).status_code == 413
     # Announced past the route's limit: refused before a byte of it is read.
     reader, writer = await asyncio.open_connection("127.0.0.1", runtime.port)
     writer.write(f"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\nconnection: close\r\n"
-                 f"content-length: {64 * 1024 + images.MAX_IMAGE_TEXT_BYTES + 1}\r\n\r\n{{}}".encode())
+                 f"content-length: {BODY_LIMIT + images.MAX_IMAGE_TEXT_BYTES + 1}\r\n\r\n{{}}".encode())
     await writer.drain()
     announced = await asyncio.wait_for(reader.read(), timeout=30)
     writer.close()

@@ -12,7 +12,7 @@ import pytest
 
 from chat.ratelimit.keys import PERIOD_S
 from tests.harness.client import USER, chat
-from tests.harness.runtime import ROOT, RuntimeOptions
+from tests.harness.runtime import BODY_LIMIT, ROOT, RuntimeOptions
 from tests.harness.scenarios import done_frame, echo, scripted_options, usage_frame
 
 LIMIT = 3
@@ -109,7 +109,7 @@ async def test_the_limit_is_checked_before_the_body_and_each_address_has_its_own
     first, second = fresh_address(), fresh_address()
     for _ in range(LIMIT):
         assert (await spend(http, runtime.url, first)).status_code == 415
-    too_big = await http.post(runtime.url + "/api/chat", content=b" " * (80 * 1024),
+    too_big = await http.post(runtime.url + "/api/chat", content=b" " * (BODY_LIMIT + 1024),
                               headers={"content-type": "application/json", "cf-connecting-ip": first})
     assert_refused(too_big)  # not 413: the body was never looked at
     assert_refused(await http.post(runtime.url + "/api/chat", json={"messages": USER}, headers={"cf-connecting-ip": first}))

@@ -128,6 +128,8 @@ def checked_turn(
         # Spelled out even when the client named no model, so that MODEL's order leaves
         # out the models that cannot answer too (MODEL itself, when it cannot).
         models = models_able(models or config.models, needs, named=named)
+    sized = models_sized(models or config.models, checked, config, named=named, field=field)
+    models = sized if models or sized != config.models else ()  # (): MODEL's order, unchanged
     return ChatTurn(
         messages=checked,
         max_tokens=checked_max_tokens(payload.get("max_tokens"), config) if max_tokens is None else max_tokens,
@@ -171,6 +173,23 @@ def models_able(models: Sequence[str], needs: Sequence[tuple[catalog.Capability,
         every = " and ".join(_LACKING[capability][1] for capability, _ in needs)
         raise invalid_request(f"{field}: none of the models this Worker serves {every}.", param=field)
     return able
+
+
+def models_sized(models: Sequence[str], messages: Sequence[Message], config: Config, *, named: bool, field: str) -> tuple[str, ...]:
+    """`models` without those whose context window the turn does not fit (Config's
+    input_chars_for and messages_for): a fallback too small is skipped. Raises
+    ApiError(400) on `field` when the named model, or every model, is too small."""
+    chars = sum(tools.input_chars(message) for message in messages)
+
+    def fits(model: str) -> bool:
+        return chars <= config.input_chars_for(model) and len(messages) <= config.messages_for(model)
+
+    first = models[0]
+    if (named and not fits(first)) or not any(fits(model) for model in models):
+        raise invalid_request(f"{field}: {len(messages)} messages of {chars} characters in all; {first} takes at most "
+                              f"{config.messages_for(first)} messages and {config.input_chars_for(first)} characters "
+                              "(sized to its context window).", param=field)
+    return tuple(model for model in models if fits(model))
 
 
 def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:

@@ -88,25 +88,26 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
 async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn]) -> Checked:
     """A chat route's body, checked by `validate`. Its images' data URLs are set apart
     before the rest is decoded (chat.api.body) and may take MAX_IMAGE_TEXT_BYTES beyond
-    MAX_BODY_BYTES. The rest is held to MAX_BODY_BYTES while it is cut, again before the
+    the body limit (Config.body_limit). The rest is held to that limit while it is cut, again before the
     turn is checked with every data URL that is not where an image is read counted in, and
     once more after, with every one the route did not read as an image."""
     if not is_json_media_type(edge.request.header("content-type")):
         raise ApiError("unsupported_media_type")
-    data = await edge.read_body(config.max_body_bytes + MAX_IMAGE_TEXT_BYTES)
+    limit = config.body_limit
+    data = await edge.read_body(limit + MAX_IMAGE_TEXT_BYTES)
     size = len(data)
-    too_large = ApiError("payload_too_large", f"The request body is larger than {config.max_body_bytes} bytes, "
+    too_large = ApiError("payload_too_large", f"The request body is larger than {limit} bytes, "
                          "besides the data URLs of its images.")
     try:
-        body = split_body(data, config.max_body_bytes)
+        body = split_body(data, limit)
     except BodyTooLarge:
         raise too_large from None
     del data  # megabytes, with images: each data URL is now its own text
     payload, at_images = body.restored(parse_json_body(body.rest))
-    if size - at_images - body.escapes > config.max_body_bytes:
+    if size - at_images - body.escapes > limit:
         raise too_large
     checked = validate(payload, config)
-    if body.beside_images(size, urls_in(turn_of(checked).messages)) > config.max_body_bytes:
+    if body.beside_images(size, urls_in(turn_of(checked).messages)) > limit:
         raise too_large
     return checked
 

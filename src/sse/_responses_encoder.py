@@ -58,7 +58,7 @@ def _obfuscation(padding: str) -> str:
 class _Item:
     """An output item being written: its place, its id, and what it has said so far."""
 
-    __slots__ = ("bodies", "call", "index", "item_id", "kind")
+    __slots__ = ("bodies", "call", "done", "index", "item_id", "kind")
 
     def __init__(self, kind: str, index: int, item_id: str, call: dict[str, Any] | None = None) -> None:
         self.kind = kind  # "reasoning", "message" or "function_call"
@@ -66,6 +66,7 @@ class _Item:
         self.item_id = item_id
         self.bodies: list[str] = []  # its text (or arguments) as JSON string bodies, in order
         self.call = call  # a function call's item fields
+        self.done = False  # closed whole (a failure leaves the item being written incomplete)
 
     def text(self) -> str:
         # One decode for the whole text: the bodies are valid JSON string bodies.
@@ -166,6 +167,7 @@ class ResponsesEncoder(Encoder):
 
     def tool_call(self, call: ToolCall) -> str:
         item = self._calls.pop(call.index)
+        item.done = True
         item.bodies = [encode_basestring(call.arguments)[1:-1]]  # the whole arguments, as the assembler has them
         if not self._streamed:
             return ""
@@ -192,21 +194,22 @@ class ResponsesEncoder(Encoder):
     def error(self, *, code: str, message: str, request_id: str) -> str:
         if not self._streamed:
             return _dumps(openai_error(code, message))
-        out = self._close_open(status="incomplete")
-        for item in list(self._calls.values()):  # calls cut off before they were whole
-            out += self._event("response.output_item.done", {"output_index": item.index, "item": self._call_item(item, "incomplete")})
+        # Items being written stay open: an `output_item.done` would read as a finished
+        # message (Codex CLI shows one as the agent's reply). The failed Response lists them
+        # as `incomplete`.
+        self._open = None
         self._calls.clear()
         # OpenAI's `error` event, with the fields of its type and the `error` object that
         # makes the openai SDKs raise; then the terminal, which clients that skip `error`
         # (Codex CLI) end on.
         failure = openai_error(code, message)
-        out += self._event("error", {"code": code, "message": message, "param": None, **failure})
         # The Response's error.code is one of OpenAI's own few: ours travels in the message,
         # with the request id for support, as in the AI SDK's error chunk.
         overloaded = ERROR_CODES[code].status == 429 if code in ERROR_CODES else False
         described = {"code": "rate_limit_exceeded" if overloaded else "server_error", "message": f"{message} ({code}, request {request_id})"}
         response = self._response("failed", usage=None, error=described)
-        return out + self._event("response.failed", {"response": response})
+        return self._event("error", {"code": code, "message": message, "param": None, **failure}) + \
+            self._event("response.failed", {"response": response})
 
     # --- items ------------------------------------------------------------------------------
 
@@ -239,9 +242,12 @@ class ResponsesEncoder(Encoder):
         self._items.append(item)
         return item
 
-    def _close_open(self, status: str = "completed") -> str:
+    def _close_open(self) -> str:
         item, self._open = self._open, None
-        if item is None or not self._streamed:
+        if item is None:
+            return ""
+        item.done = True
+        if not self._streamed:
             return ""
         text = item.text()
         where = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
@@ -252,7 +258,7 @@ class ResponsesEncoder(Encoder):
             part = {"type": "reasoning_text", "text": text}
             text_done = self._event("response.reasoning_text.done", {**where, "text": text})
         return (text_done + self._event("response.content_part.done", {**where, "part": part})
-                + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item, status)}))
+                + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item, "completed")}))
 
     def _item(self, item: _Item, status: str) -> dict[str, Any]:
         if item.kind == "function_call":
@@ -272,7 +278,7 @@ class ResponsesEncoder(Encoder):
     def _response(self, status: str, *, usage: dict[str, object] | None, incomplete: str | None = None,
                   error: dict[str, str] | None = None) -> dict[str, Any]:
         whole = status != "in_progress"
-        output = [self._item(item, "incomplete" if status == "failed" else "completed") for item in self._items] if whole else []
+        output = [self._item(item, "completed" if item.done else "incomplete") for item in self._items] if whole else []
         response: dict[str, Any] = {
             "id": self._id, "object": "response", "created_at": self._created_at, "status": status,
             "background": False, "error": error, "incomplete_details": None if incomplete is None else {"reason": incomplete},

@@ -134,13 +134,13 @@ def test_tool_names_are_unique():
 @pytest.mark.parametrize(
     ("description", "ok"),
     [
-        pytest.param("d" * 4096, True, id="4096-chars"),
-        pytest.param("\u00e9" * 4096, True, id="4096-chars-not-bytes"),
-        pytest.param("d" * 4097, False, id="4097-chars"),
+        pytest.param("d" * 16384, True, id="16384-chars"),
+        pytest.param("\u00e9" * 16384, True, id="16384-chars-not-bytes"),
+        pytest.param("d" * 16385, False, id="16385-chars"),
         pytest.param(["d"], False, id="not-a-string"),
     ],
 )
-def test_a_description_has_at_most_4096_characters(description, ok):
+def test_a_description_has_at_most_16384_characters(description, ok):
     value = [tool(description=description)]
     if ok:
         assert fields(tools=value)["tools"][0]["function"]["description"] == description

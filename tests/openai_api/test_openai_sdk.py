@@ -10,7 +10,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from tests.harness.client import USER, chat
-from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.runtime import BODY_LIMIT, LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import (
     done_frame,
     echo,
@@ -244,7 +244,7 @@ async def test_a_wrong_api_key_is_an_authentication_error_and_the_right_one_work
 async def test_a_body_over_the_limit_is_413(start_runtime):
     runtime = start_runtime(FAILURES)
     with pytest.raises(openai.APIStatusError) as caught:
-        await sdk(runtime).chat.completions.create(model=MODEL, messages=user("x" * 70_000))
+        await sdk(runtime).chat.completions.create(model=MODEL, messages=user("x" * (BODY_LIMIT + 1000)))
     assert caught.value.status_code == 413 and caught.value.code == "payload_too_large"
 
 

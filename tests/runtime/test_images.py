@@ -126,9 +126,9 @@ async def test_the_largest_request_allowed_is_answered_and_the_bounds_past_it_ar
 
 async def test_data_urls_the_route_does_not_read_are_held_to_max_body_bytes_and_escaped_slashes_are_not(start_runtime, http):
     # The attack of 2026-12-02: data URLs in places /api/ui-chat never reads took the images'
-    # room past the 64 KiB rule, and PHP's escaped slashes counted against it.
+    # room past the body limit, and PHP's escaped slashes counted against it.
     runtime = start_runtime(ALONE)
-    junk = "data:image/png;base64," + "A" * 200_000
+    junk = "data:image/png;base64," + "A" * (BODY_LIMIT + 1000)
     for body in ({"messages": [{"id": "m", "role": "user", "parts": [QUESTION, {"type": "image_url", "image_url": {"url": junk}}]}]},
                  {"messages": [{"id": "m", "role": "user", "parts": [QUESTION], "content": [{"type": "image_url", "image_url": {"url": junk}}]}]}):
         refused = await http.post(runtime.url + "/api/ui-chat", json=body)

@@ -24,7 +24,9 @@ from sse import MAX_JSON_DEPTH, loads_bounded
 
 # The contract's bounds on a request's tools.
 MAX_TOOLS = 64
-MAX_DESCRIPTION_CHARS = 4096
+# 16 KiB: Codex CLI's spawn_agent tool has a description of 5,989 characters (0.171.0); all
+# tools together are still held to MAX_TOOLS_BYTES.
+MAX_DESCRIPTION_CHARS = 16 * 1024
 MAX_PARAMETERS_BYTES = 16 * 1024  # a schema's compact JSON, UTF-8
 MAX_PARAMETERS_DEPTH = 16  # arrays and objects, the schema object itself counting as 1
 MAX_TOOLS_BYTES = 64 * 1024  # all tools' compact JSON together

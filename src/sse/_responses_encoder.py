@@ -8,10 +8,12 @@ model's order, each opened by `response.output_item.added` and closed by
 `response.incomplete` (cut at the token budget or by a content filter) or, after an
 `error` event, `response.failed`. Every event carries `sequence_number`, from 0.
 
-The items: `reasoning` (the open models' raw thinking, as `response.reasoning_text.*`
-events inside a `reasoning_text` content part: it is their reasoning itself, not a summary
-of it, and OpenAI's own gpt-oss serving streams it the same way), `message` (one
-`output_text` part) and `function_call`. Opening and closing items is this encoder's state,
+The items: `reasoning`, `message` (one `output_text` part) and `function_call`. The open
+models' reasoning is their raw thinking, so it streams as `response.reasoning_text.*`
+events in a `reasoning_text` content part, as gpt-oss's own serving does. No model here
+writes a summary of it; a client that asks for one (`reasoning.summary`) gets the thinking
+itself in a `summary_text` part instead, with the summary events, because that is the only
+reasoning Codex CLI and the AI SDK show (docs/openai.md, "Reasoning"). Opening and closing items is this encoder's state,
 so every response needs its own instance.
 
 The terminal events repeat the whole output, so the text of the answer is kept here (as
@@ -81,16 +83,21 @@ class ResponsesEncoder(Encoder):
     tool_choice, instructions, metadata, temperature and the like); `created_at` is its
     Unix time. `names` maps a tool's name as the model knows it to its (namespace, name)
     in the client's request, for the tools of a `namespace`. `max_tokens` is the budget
-    the model was given, to tell an answer cut at it (openai_finish_reason's rule)."""
+    the model was given, to tell an answer cut at it (openai_finish_reason's rule).
+    `reasoning_summary`: the client asked for a summary of the reasoning (see above)."""
 
     def __init__(self, *, created_at: int, response: Mapping[str, Any], streamed: bool = True,
-                 names: Mapping[str, tuple[str, str]] | None = None, max_tokens: int | None = None) -> None:
+                 names: Mapping[str, tuple[str, str]] | None = None, max_tokens: int | None = None,
+                 reasoning_summary: bool = False) -> None:
         self.content_type = "text/event-stream; charset=utf-8" if streamed else JSON_TYPE
         self._streamed = streamed
         self._created_at = created_at
         self._echo = dict(response)
         self._names = names or {}
         self._max_tokens = max_tokens
+        # The reasoning's part: its type, and the event names and index field of its text.
+        self._thinking = ("summary_text", "response.reasoning_summary", "summary_index") if reasoning_summary else \
+            ("reasoning_text", "response.reasoning", "content_index")
         self._id = ""
         self._model = ""
         self._sequence = 0
@@ -137,8 +144,9 @@ class ResponsesEncoder(Encoder):
         if not self._streamed:
             return ""
         number = self._next()
-        return (f'{opening}event: response.reasoning_text.delta\ndata: {{"type":"response.reasoning_text.delta",'
-                f'"item_id":"{item.item_id}","output_index":{item.index},"content_index":0,"delta":"{body}"'
+        _, events, index = self._thinking
+        return (f'{opening}event: {events}_text.delta\ndata: {{"type":"{events}_text.delta",'
+                f'"item_id":"{item.item_id}","output_index":{item.index},"{index}":0,"delta":"{body}"'
                 f'{_obfuscation(padding)},"sequence_number":{number}}}\n\n')
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
@@ -232,10 +240,11 @@ class ResponsesEncoder(Encoder):
         if not self._streamed:
             return out
         added = {"id": item.item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
-        part = {"type": "reasoning_text", "text": ""}
+        kind, events, index = self._thinking
+        part_added = "response.reasoning_summary_part.added" if kind == "summary_text" else "response.content_part.added"
         return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
-                + self._event("response.content_part.added", {"item_id": item.item_id, "output_index": item.index,
-                                                              "content_index": 0, "part": part}))
+                + self._event(part_added, {"item_id": item.item_id, "output_index": item.index, index: 0,
+                                           "part": {"type": kind, "text": ""}}))
 
     def _add(self, kind: str, prefix: str) -> _Item:
         item = _Item(kind, len(self._items), f"{prefix}_{self._id[5:]}_{len(self._items)}")
@@ -251,13 +260,18 @@ class ResponsesEncoder(Encoder):
             return ""
         text = item.text()
         where = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        part_done = "response.content_part.done"
         if item.kind == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
             text_done = self._event("response.output_text.done", {**where, "text": text, "logprobs": []})
         else:
-            part = {"type": "reasoning_text", "text": text}
-            text_done = self._event("response.reasoning_text.done", {**where, "text": text})
-        return (text_done + self._event("response.content_part.done", {**where, "part": part})
+            kind, events, index = self._thinking
+            if kind == "summary_text":
+                where = {"item_id": item.item_id, "output_index": item.index, index: 0}
+                part_done = "response.reasoning_summary_part.done"
+            part = {"type": kind, "text": text}
+            text_done = self._event(f"{events}_text.done", {**where, "text": text})
+        return (text_done + self._event(part_done, {**where, "part": part})
                 + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item, "completed")}))
 
     def _item(self, item: _Item, status: str) -> dict[str, Any]:
@@ -267,8 +281,9 @@ class ResponsesEncoder(Encoder):
         if item.kind == "message":
             return {"id": item.item_id, "type": "message", "status": status, "role": "assistant",
                     "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}]}
-        return {"id": item.item_id, "type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}],
-                "status": status}
+        part = [{"type": self._thinking[0], "text": text}]
+        summary, content = (part, []) if self._thinking[0] == "summary_text" else ([], part)
+        return {"id": item.item_id, "type": "reasoning", "summary": summary, "content": content, "status": status}
 
     def _call_item(self, item: _Item, status: str) -> dict[str, Any]:
         return {"id": item.item_id, "type": "function_call", "status": status, **(item.call or {}), "arguments": item.text()}

@@ -126,6 +126,16 @@ async def test_reasoning_is_its_own_item_before_the_message_and_never_answer_tex
     assert events[-1].response.output_text == "Forty-two."
 
 
+async def test_asked_for_a_summary_the_reasoning_comes_as_the_summary(start_runtime):
+    # No model here summarizes its thinking: the thinking itself is the summary (docs/openai.md).
+    runtime = scripted(start_runtime)
+    events = await events_of(runtime, input="think", reasoning={"effort": "low", "summary": "auto"})
+    assert_well_ordered(events)
+    assert "".join(event.delta for event in events if event.type == "response.reasoning_summary_text.delta") == "Let me think."
+    reasoning = events[-1].response.output[0]
+    assert reasoning.summary[0].text == "Let me think." and reasoning.content == []
+
+
 async def test_an_image_in_input_reaches_a_vision_model(start_runtime):
     runtime = start_runtime(RuntimeOptions(ai_pace=0))
     url = "data:image/png;base64," + __import__("base64").b64encode(png(3, 2)).decode()

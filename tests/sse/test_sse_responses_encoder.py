@@ -24,14 +24,14 @@ ECHO = {"tools": [], "tool_choice": "auto", "parallel_tool_calls": True, "instru
         "reasoning": {"effort": None, "summary": None}, "store": False, "truncation": "disabled"}
 
 
-def encoder(*, streamed: bool = True, max_tokens: int | None = None) -> ResponsesEncoder:
+def encoder(*, streamed: bool = True, max_tokens: int | None = None, summary: bool = False) -> ResponsesEncoder:
     return ResponsesEncoder(created_at=1_764_000_000, response=ECHO, streamed=streamed, max_tokens=max_tokens,
-                            names={"clock__now": ("clock", "now")})
+                            names={"clock__now": ("clock", "now")}, reasoning_summary=summary)
 
 
-def reframer(*, streamed: bool = True, padding: int = 0, max_tokens: int | None = None) -> Reframer:
-    return Reframer(request_id="r1", model="@cf/m", encoder=encoder(streamed=streamed, max_tokens=max_tokens), max_padding=padding,
-                    rng=random.Random(7), max_tokens=max_tokens)
+def reframer(*, streamed: bool = True, padding: int = 0, max_tokens: int | None = None, summary: bool = False) -> Reframer:
+    return Reframer(request_id="r1", model="@cf/m", encoder=encoder(streamed=streamed, max_tokens=max_tokens, summary=summary),
+                    max_padding=padding, rng=random.Random(7), max_tokens=max_tokens)
 
 
 def events(output: str) -> list[dict[str, Any]]:
@@ -101,10 +101,12 @@ def upstreams(draw: st.DrawFn) -> tuple[list[str], str]:
     return frames, ending
 
 
-@given(upstreams(), st.integers(0, 1000))
-def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunked(upstream: tuple[list[str], str], seed: int) -> None:
+@given(upstreams(), st.integers(0, 1000), st.booleans())
+def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunked(
+    upstream: tuple[list[str], str], seed: int, summary: bool,
+) -> None:
     frames, ending = upstream
-    outputs = {name: run_reframer(reframer, chunks) for name, chunks in three_ways("".join(frames), seed)}
+    outputs = {name: run_reframer(lambda: reframer(summary=summary), chunks) for name, chunks in three_ways("".join(frames), seed)}
     assert len(set(outputs.values())) == 1
     found = events(outputs["whole"])
     check_stream(found)
@@ -114,20 +116,22 @@ def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunk
     # The terminal's output repeats exactly what the deltas said, item by item.
     said: dict[int, str] = {}
     for event in found:
-        if event["type"] in ("response.output_text.delta", "response.reasoning_text.delta", "response.function_call_arguments.delta"):
+        if event["type"] in ("response.output_text.delta", "response.reasoning_text.delta", "response.reasoning_summary_text.delta",
+                             "response.function_call_arguments.delta"):
             said[event["output_index"]] = said.get(event["output_index"], "") + event["delta"]
     for index, item in enumerate(final["response"]["output"]):
         if item["type"] == "function_call":
             assert item["arguments"] == said.get(index, "")
         else:
-            assert item["content"][0]["text"] == said[index]
+            parts = item["summary"] if summary and item["type"] == "reasoning" else item["content"]
+            assert [part["text"] for part in parts] == [said[index]]
 
 
-@given(upstreams())
-def test_the_collected_object_is_the_streamed_terminals_response(upstream: tuple[list[str], str]) -> None:
+@given(upstreams(), st.booleans())
+def test_the_collected_object_is_the_streamed_terminals_response(upstream: tuple[list[str], str], summary: bool) -> None:
     frames, ending = upstream
-    streamed = events(run_reframer(reframer, ["".join(frames)]))[-1]["response"]
-    collected = json.loads(run_reframer(lambda: reframer(streamed=False), ["".join(frames)]))
+    streamed = events(run_reframer(lambda: reframer(summary=summary), ["".join(frames)]))[-1]["response"]
+    collected = json.loads(run_reframer(lambda: reframer(streamed=False, summary=summary), ["".join(frames)]))
     if ending in ("cut", "error"):
         assert collected == {"error": {"message": collected["error"]["message"], "type": "server_error", "param": None,
                                        "code": found_code(streamed)}}
@@ -161,6 +165,15 @@ def test_a_failure_sends_openais_error_event_then_response_failed_and_leaves_the
     response = found[-1]["response"]
     assert response["error"] == {"code": "server_error", "message": f"{error['message']} (upstream_incomplete, request r1)"}
     assert [(item["type"], item["status"]) for item in response["output"]] == [("reasoning", "completed"), ("message", "incomplete")]
+
+
+def test_asked_for_a_summary_the_reasoning_streams_as_its_summary_events() -> None:
+    upstream = chunk({"reasoning_content": "Hm, "}) + chunk({"reasoning_content": "yes."}) + chunk({"content": "Yes"}) + \
+        chunk({}, "stop") + "data: [DONE]\n\n"
+    kinds = [event["type"] for event in events(run_reframer(lambda: reframer(summary=True), [upstream]))]
+    assert kinds[2:9] == ["response.output_item.added", "response.reasoning_summary_part.added", "response.reasoning_summary_text.delta",
+                          "response.reasoning_summary_text.delta", "response.reasoning_summary_text.done",
+                          "response.reasoning_summary_part.done", "response.output_item.done"]
 
 
 def test_padding_rides_in_obfuscation_and_is_left_out_when_off() -> None:

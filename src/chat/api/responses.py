@@ -57,6 +57,7 @@ class ResponsesRequest:
     obfuscation: bool
     echo: Mapping[str, Any]
     names: Mapping[str, tuple[str, str]]
+    reasoning_summary: bool  # the client asked for a summary of the reasoning
 
 
 def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
@@ -100,7 +101,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         "reasoning": reasoning or {"effort": None, "summary": None}, "store": False, "truncation": "disabled",
     }
     return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options or {}, "include_obfuscation", "stream_options.", default=True),
-                            echo=echo, names=names)
+                            echo=echo, names=names, reasoning_summary=_summary(reasoning))
 
 
 def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
@@ -378,6 +379,17 @@ def _parts_text(parts: list[Any], at: str) -> str:
 
 
 # --- the rest -----------------------------------------------------------------------------------
+
+
+_SUMMARIES = ("auto", "concise", "detailed")
+
+
+def _summary(reasoning: Mapping[str, Any] | None) -> bool:
+    # `generate_summary` is the field's older name.
+    value = (reasoning or {}).get("summary", (reasoning or {}).get("generate_summary"))
+    if value is not None and value not in _SUMMARIES:
+        raise invalid_request(f"reasoning.summary must be one of {', '.join(_SUMMARIES)}, or null.", param="reasoning.summary")
+    return value is not None
 
 
 def _metadata(value: Any) -> dict[str, str] | None:

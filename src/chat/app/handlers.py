@@ -181,7 +181,7 @@ async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted)
     config = admitted.config
     request = await _read_turn(edge, config, validate_responses, lambda request: request.turn)
     encoder = ResponsesEncoder(created_at=int(time.time()), response=request.echo, streamed=request.stream, names=request.names,
-                               max_tokens=request.turn.max_tokens)
+                               max_tokens=request.turn.max_tokens, reasoning_summary=request.reasoning_summary)
     if request.stream:
         padding = config.padding if request.obfuscation else 0
         return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding)

@@ -156,7 +156,7 @@ def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[st
         if not isinstance(kind, str):
             raise invalid_request(f"{at} must be an object with a type.", param=f"{at}.type")
         if kind == "function":
-            offer(tool, at, tool.get("name"))  # type: ignore[arg-type]
+            offer(tool, at, tool.get("name"))
         elif kind == "namespace":
             namespace = tool.get("name")
             inner = tool.get("tools")

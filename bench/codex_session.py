@@ -80,8 +80,8 @@ def shape(body: bytes) -> dict[str, Any]:
         "items": len(items),
         "item_types": dict(Counter(str(i.get("type", "message")) for i in items if isinstance(i, dict))),
         "tools": len(payload.get("tools") or []) if isinstance(payload, dict) else 0,
-        "instructions_chars": len(instructions) if isinstance(instructions, str) else 0,
-        "input_chars": text_chars(items),
+        # instructions become the system message: they count against the same limit
+        "input_chars": text_chars(items) + (len(instructions) if isinstance(instructions, str) else 0),
     }
 
 
@@ -219,7 +219,7 @@ def summarise(requests: list[dict[str, Any]], turns: list[dict[str, Any]], wall:
         "requests_per_turn": [t["requests"] for t in turns],
         "largest_body_bytes": largest.get("body_bytes"),
         "largest_input_items": max((r.get("items", 0) for r in posts), default=0),
-        "largest_input_chars": max((r.get("input_chars", 0) + r.get("instructions_chars", 0) for r in posts), default=0),
+        "largest_input_chars": max((r.get("input_chars", 0) for r in posts), default=0),
         "last_body_bytes": posts[-1]["body_bytes"] if posts else None,
         "mean_growth_bytes_per_turn": round((turns[-1]["last_body_bytes"] - turns[0]["last_body_bytes"]) / max(1, len(turns) - 1)),
         "wall_s": wall,

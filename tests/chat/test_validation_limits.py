@@ -125,3 +125,33 @@ def test_a_ui_answer_continues_a_last_assistant_message_whose_id_has_at_most_256
     message_id = "m" * length
     payload = {"messages": [ui("user", TEXT), ui("assistant", result, id=message_id)]}
     assert validate_ui_chat(payload, CONFIG).continues_message == (message_id if continued else None)
+
+
+# --- sized to the model's context window (docs/limits.md, "Sized to the model") -------------
+
+SMALL = "@cf/meta/llama-3.1-8b-instruct-fast"  # no stated window: 8,192 tokens, 49,152 characters, 256 messages
+LARGE = "@cf/zai-org/glm-4.7-flash"  # 131,072 tokens
+
+
+def test_a_fallback_too_small_for_the_turn_is_skipped_and_a_turn_no_model_takes_is_refused():
+    config = Config(model=LARGE, fallback_models=(SMALL,))
+    small_turn = {"messages": [{"role": "user", "content": "x" * 49_152}]}
+    assert validate_chat(small_turn, config).models == ()  # MODEL's order, unchanged
+    large_turn = {"messages": [{"role": "user", "content": "x" * 49_153}]}
+    assert validate_chat(large_turn, config).models == (LARGE,)
+    assert validate_chat(large_turn, Config(model=SMALL, fallback_models=(LARGE,))).models == (LARGE,)
+    many = {"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}] * 128 + [{"role": "user", "content": "z"}]}
+    assert validate_chat(many, Config(model=SMALL, fallback_models=(LARGE,))).models == (LARGE,)
+    with pytest.raises(ApiError) as raised:
+        validate_chat(large_turn, Config(model=SMALL))
+    assert raised.value.param == "messages" and "49152 characters" in raised.value.message
+
+
+def test_the_body_limit_is_the_largest_served_models_under_max_body_bytes():
+    from chat.config import BODY_BYTES_PER_TOKEN
+
+    assert Config(model=LARGE).body_limit == 131_072 * BODY_BYTES_PER_TOKEN
+    assert Config(model=SMALL, fallback_models=(LARGE,)).body_limit == 131_072 * BODY_BYTES_PER_TOKEN
+    assert Config(model=SMALL).body_limit == 8_192 * BODY_BYTES_PER_TOKEN
+    assert Config(model=LARGE, max_body_bytes=1000).body_limit == 1000
+    assert Config(model="@cf/unlisted/model").body_limit == 8_192 * BODY_BYTES_PER_TOKEN

@@ -61,7 +61,9 @@ _STORY_STEPS = story_steps(STEP_MS)
 SLOW_ANSWER = scripted_options(
     _STORY_STEPS,
     prompts={LONG_STORY: script(story_steps(3 * STEP_MS)), FIRST_QUESTION: script([*_STORY_STEPS[:7], held(FIRST_HELD), *_STORY_STEPS[7:]])},
-    variables={"MAX_MESSAGES": "3"},
+    # An operator's small limits: a few turns go over MAX_MESSAGES, and a turn of 70,000
+    # characters over MAX_BODY_BYTES (the default is sized to the models: 2 MB).
+    variables={"MAX_MESSAGES": "3", "MAX_BODY_BYTES": "65536"},
 )
 MAX_MESSAGES = 3
 SLOW_ANSWER_CHUNKS = 3 + len(STORY)

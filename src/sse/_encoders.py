@@ -84,6 +84,13 @@ class Encoder(ABC):
     content_type: str
 
     @property
+    def full(self) -> bool:
+        """True once the encoder holds all of the answer it may (one that repeats the whole
+        answer at its end keeps it): the Reframer then ends the stream with
+        `upstream_malformed`, as for an event over its cap."""
+        return False
+
+    @property
     def headers(self) -> dict[str, str]:
         """The response headers a stream in this encoding is sent with."""
         return {"content-type": self.content_type, **STREAM_HEADERS}

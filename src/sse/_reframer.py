@@ -178,8 +178,8 @@ class Reframer:
         read: give the same text to `feed`. The same frames and counts as `feed` (a text
         with escapes is copied through still escaped, which reads the same), through a few
         calls instead of a dozen."""
-        if not self._whole_events or not self._buffer.between_events or len(text) > self._buffer.safe_chars:
-            return None  # (text that long may pass a cap: `feed` measures it)
+        if not self._whole_events or not self._buffer.between_events or len(text) > self._buffer.safe_chars or self._encoder.full:
+            return None  # (text that long may pass a cap, and a full encoder ends the answer: `feed` does both)
         found = self._normalizer.whole_event(text)
         if found is None:
             return None
@@ -239,6 +239,8 @@ class Reframer:
                 # Over a cap: the stream can no longer be framed ([DONE] before the
                 # offending input has ended it already).
                 out.append(self._error("upstream_malformed"))
+            elif self._encoder.full and not self._normalizer.done:
+                out.append(self._error("upstream_malformed"))  # more answer than its encoder may hold
         except Exception as exc:  # the contract is "never raises"
             # Kept for the log without its traceback, whose frames would hold this
             # Reframer (and its buffers) in a reference cycle.

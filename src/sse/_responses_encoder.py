@@ -13,12 +13,17 @@ models' reasoning is their raw thinking, so it streams as `response.reasoning_te
 events in a `reasoning_text` content part, as gpt-oss's own serving does. No model here
 writes a summary of it; a client that asks for one (`reasoning.summary`) gets the thinking
 itself in a `summary_text` part instead, with the summary events, because that is the only
-reasoning Codex CLI and the AI SDK show (docs/openai.md, "Reasoning"). Opening and closing items is this encoder's state,
-so every response needs its own instance.
+reasoning Codex CLI and the AI SDK show (docs/openai.md, "Reasoning").
 
-The terminal events repeat the whole output, so the text of the answer is kept here (as
-the JSON string bodies it was sent with, decoded once at the end): this surface holds the
-answer, where the others hold at most a partial line.
+An item is closed once the next one opens or the answer ends whole, so the item being
+written when the answer is cut (`incomplete`) or fails is never closed: its `done` events
+would read as a finished message or call (Codex CLI shows a closed message as the reply),
+and the terminal Response lists it as `incomplete`. Opening and closing items is this
+encoder's state, so every response needs its own instance.
+
+The terminal events repeat the whole output, so the answer is kept here (as the JSON
+string bodies it was sent with, decoded once when its item closes): this surface holds the
+answer, where the others hold at most a partial line, so it is bounded (`full`).
 """
 
 from __future__ import annotations
@@ -31,9 +36,15 @@ from typing import Any
 from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
 from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
-from ._openai_encoder import JSON_TYPE, openai_error, openai_finish_reason
+from ._openai_encoder import JSON_TYPE, SKIPPED_FIELD, openai_error, openai_finish_reason
 
-__all__ = ["ResponsesEncoder", "responses_usage"]
+__all__ = ["MAX_HELD_ANSWER_CHARS", "MAX_OUTPUT_ITEMS", "ResponsesEncoder", "responses_usage"]
+
+# What a response may hold before it ends `failed` with `upstream_malformed`: the answer's
+# text and reasoning (as a collected answer, chat.stream.collect), and its output items
+# (an item each time the model switches between thinking and answering, and one a call).
+MAX_HELD_ANSWER_CHARS = 1 << 20
+MAX_OUTPUT_ITEMS = 512
 
 # Finish reasons that end a response `incomplete`, and the reason OpenAI gives for each.
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -58,9 +69,9 @@ def _obfuscation(padding: str) -> str:
 
 
 class _Item:
-    """An output item being written: its place, its id, and what it has said so far."""
+    """An output item: its place, its id, and what it has said so far."""
 
-    __slots__ = ("bodies", "call", "done", "index", "item_id", "kind")
+    __slots__ = ("bodies", "call", "closed", "index", "item_id", "kind", "whole")
 
     def __init__(self, kind: str, index: int, item_id: str, call: dict[str, Any] | None = None) -> None:
         self.kind = kind  # "reasoning", "message" or "function_call"
@@ -68,11 +79,20 @@ class _Item:
         self.item_id = item_id
         self.bodies: list[str] = []  # its text (or arguments) as JSON string bodies, in order
         self.call = call  # a function call's item fields
-        self.done = False  # closed whole (a failure leaves the item being written incomplete)
+        self.closed = False  # ended whole; the item being written when the answer is cut or fails never is
+        self.whole: str | None = None  # its text, decoded once when it closes
 
     def text(self) -> str:
+        if self.whole is not None:
+            return self.whole
         # One decode for the whole text: the bodies are valid JSON string bodies.
         return json.loads('"' + "".join(self.bodies) + '"')  # type: ignore[no-any-return]
+
+    def close(self) -> str:
+        self.whole = self.text()
+        self.bodies = []
+        self.closed = True
+        return self.whole
 
 
 class ResponsesEncoder(Encoder):
@@ -80,11 +100,12 @@ class ResponsesEncoder(Encoder):
     object (or OpenAI's error object), the caller setting the status from the error code.
 
     `response` holds the Response object's fields that repeat the request (tools,
-    tool_choice, instructions, metadata, temperature and the like); `created_at` is its
-    Unix time. `names` maps a tool's name as the model knows it to its (namespace, name)
-    in the client's request, for the tools of a `namespace`. `max_tokens` is the budget
-    the model was given, to tell an answer cut at it (openai_finish_reason's rule).
-    `reasoning_summary`: the client asked for a summary of the reasoning (see above)."""
+    tool_choice, instructions, metadata, temperature and the like), as checked;
+    `created_at` is its Unix time. `names` maps a tool's name as the model knows it to its
+    (namespace, name) in the client's request, for the tools of a `namespace`.
+    `max_tokens` is the budget the model was given, to tell an answer cut at it
+    (openai_finish_reason's rule). `reasoning_summary`: the client asked for a summary of
+    the reasoning (see above)."""
 
     def __init__(self, *, created_at: int, response: Mapping[str, Any], streamed: bool = True,
                  names: Mapping[str, tuple[str, str]] | None = None, max_tokens: int | None = None,
@@ -104,11 +125,17 @@ class ResponsesEncoder(Encoder):
         self._items: list[_Item] = []
         self._open: _Item | None = None  # the reasoning or message item being streamed
         self._calls: dict[int, _Item] = {}  # a call's index -> its item, until it is whole
+        self._whole_calls: list[_Item] = []  # calls whole but not closed yet: the next item or the end closes them
+        self._held = 0  # characters of text, reasoning and arguments held
         self._text_prefix = ""  # what every text delta of the open message starts with
 
     @property
     def headers(self) -> dict[str, str]:
         return super().headers if self._streamed else {"content-type": JSON_TYPE}
+
+    @property
+    def full(self) -> bool:
+        return self._held > MAX_HELD_ANSWER_CHARS or len(self._items) > MAX_OUTPUT_ITEMS
 
     # --- the frames -----------------------------------------------------------------------
 
@@ -117,7 +144,7 @@ class ResponsesEncoder(Encoder):
         self._model = model
         if not self._streamed:
             return ""
-        response = self._response("in_progress", usage=None)
+        response = self._response("in_progress")
         return self._event("response.created", {"response": response}) + self._event("response.in_progress", {"response": response})
 
     def delta(self, text: str, padding: str) -> str:
@@ -125,9 +152,7 @@ class ResponsesEncoder(Encoder):
 
     def json_delta(self, body: str, padding: str) -> str:
         opening = "" if self._open is not None and self._open.kind == "message" else self._open_message()
-        item = self._open
-        assert item is not None
-        item.bodies.append(body)
+        self._hold(body)
         if not self._streamed:
             return ""
         number = self._next()
@@ -138,9 +163,7 @@ class ResponsesEncoder(Encoder):
 
     def json_reasoning(self, body: str, padding: str) -> str:
         opening = "" if self._open is not None and self._open.kind == "reasoning" else self._open_reasoning()
-        item = self._open
-        assert item is not None
-        item.bodies.append(body)
+        item = self._hold(body)
         if not self._streamed:
             return ""
         number = self._next()
@@ -150,12 +173,12 @@ class ResponsesEncoder(Encoder):
                 f'{_obfuscation(padding)},"sequence_number":{number}}}\n\n')
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        out = self._close_open()
+        out = self._close_finished()
         namespace, name = self._names.get(call.name, (None, call.name))
         fields: dict[str, Any] = {"call_id": call.id, "name": name}
         if namespace is not None:
             fields["namespace"] = namespace
-        item = _Item("function_call", len(self._items), f"fc_{self._id[5:]}_{call.index}", fields)
+        item = _Item("function_call", len(self._items), f"fc_{self._id[5:]}_{len(self._items)}", fields)
         self._items.append(item)
         self._calls[call.index] = item
         if self._streamed:
@@ -166,6 +189,7 @@ class ResponsesEncoder(Encoder):
         item = self._calls[delta.index]
         body = encode_basestring(delta.arguments)[1:-1]
         item.bodies.append(body)
+        self._held += len(body)
         if not self._streamed:
             return ""
         number = self._next()
@@ -174,27 +198,28 @@ class ResponsesEncoder(Encoder):
                 f'"sequence_number":{number}}}\n\n')
 
     def tool_call(self, call: ToolCall) -> str:
+        # Whole, as the assembler has it; closed when the next item opens or the answer ends.
         item = self._calls.pop(call.index)
-        item.done = True
-        item.bodies = [encode_basestring(call.arguments)[1:-1]]  # the whole arguments, as the assembler has them
-        if not self._streamed:
-            return ""
-        done = {"output_index": item.index, "item_id": item.item_id, "name": item.call["name"] if item.call else "",
-                "arguments": call.arguments}
-        return (self._event("response.function_call_arguments.done", done)
-                + self._event("response.output_item.done", {"output_index": item.index, "item": self._call_item(item, "completed")}))
+        item.whole = call.arguments
+        item.bodies = []
+        self._whole_calls.append(item)
+        return ""
 
     def ping(self) -> str:
         # A comment: the SDKs skip it, proxies see the connection alive.
         return ": ping\n\n" if self._streamed else ""
 
     def done(self, stats: ReframerStats) -> str:
-        out = self._close_open()
         # The Chat Completions rule: a budget spent without a finish reason reads as a cut.
         reason = _INCOMPLETE.get(openai_finish_reason(stats, self._max_tokens))
+        if reason is not None and self._items:
+            self._leave_open(self._items[-1])  # the item the cut fell in
+        out = self._close_finished()
         usage = None if stats.usage is None else responses_usage(stats.usage)
         status = "completed" if reason is None else "incomplete"
         response = self._response(status, usage=usage, incomplete=reason)
+        if stats.skipped:
+            response[SKIPPED_FIELD] = stats.skipped  # frames left out: the answer may have gaps (an extra key, kept by the SDKs)
         if not self._streamed:
             return _dumps(response)
         return out + self._event(f"response.{status}", {"response": response})
@@ -202,27 +227,31 @@ class ResponsesEncoder(Encoder):
     def error(self, *, code: str, message: str, request_id: str) -> str:
         if not self._streamed:
             return _dumps(openai_error(code, message))
-        # Items being written stay open: an `output_item.done` would read as a finished
-        # message (Codex CLI shows one as the agent's reply). The failed Response lists them
-        # as `incomplete`.
+        # Nothing being written is closed (see the module's docstring).
         self._open = None
         self._calls.clear()
+        self._whole_calls.clear()
         # OpenAI's `error` event, with the fields of its type and the `error` object that
         # makes the openai SDKs raise; then the terminal, which clients that skip `error`
-        # (Codex CLI) end on.
+        # (Codex CLI) end on. The Response's error.code is one of OpenAI's own few: ours
+        # travels in the message, with the request id for support, as in the AI SDK's chunk.
         failure = openai_error(code, message)
-        # The Response's error.code is one of OpenAI's own few: ours travels in the message,
-        # with the request id for support, as in the AI SDK's error chunk.
-        overloaded = ERROR_CODES[code].status == 429 if code in ERROR_CODES else False
+        overloaded = code in ERROR_CODES and ERROR_CODES[code].status == 429
         described = {"code": "rate_limit_exceeded" if overloaded else "server_error", "message": f"{message} ({code}, request {request_id})"}
-        response = self._response("failed", usage=None, error=described)
-        return self._event("error", {"code": code, "message": message, "param": None, **failure}) + \
-            self._event("response.failed", {"response": response})
+        return (self._event("error", {"code": code, "message": message, "param": None, **failure})
+                + self._event("response.failed", {"response": self._response("failed", error=described)}))
 
     # --- items ------------------------------------------------------------------------------
 
+    def _hold(self, body: str) -> _Item:
+        item = self._open
+        assert item is not None
+        item.bodies.append(body)
+        self._held += len(body)
+        return item
+
     def _open_message(self) -> str:
-        out = self._close_open()
+        out = self._close_finished()
         item = self._open = self._add("message", "msg")
         self._text_prefix = (f'event: response.output_text.delta\ndata: {{"type":"response.output_text.delta",'
                              f'"item_id":"{item.item_id}","output_index":{item.index},"content_index":0,"delta":')
@@ -235,12 +264,12 @@ class ResponsesEncoder(Encoder):
                                                               "content_index": 0, "part": part}))
 
     def _open_reasoning(self) -> str:
-        out = self._close_open()
+        out = self._close_finished()
         item = self._open = self._add("reasoning", "rs")
         if not self._streamed:
             return out
         added = {"id": item.item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
-        kind, events, index = self._thinking
+        kind, _, index = self._thinking
         part_added = "response.reasoning_summary_part.added" if kind == "summary_text" else "response.content_part.added"
         return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
                 + self._event(part_added, {"item_id": item.item_id, "output_index": item.index, index: 0,
@@ -251,15 +280,30 @@ class ResponsesEncoder(Encoder):
         self._items.append(item)
         return item
 
-    def _close_open(self) -> str:
-        item, self._open = self._open, None
-        if item is None:
-            return ""
-        item.done = True
+    def _leave_open(self, item: _Item) -> None:
+        # Never closed: the answer was cut while it was being written.
+        if self._open is item:
+            self._open = None
+        if item in self._whole_calls:
+            self._whole_calls.remove(item)
+
+    def _close_finished(self) -> str:
+        """Closes the item being streamed and the calls that are whole, in output order."""
+        finished = sorted([*self._whole_calls, *([self._open] if self._open is not None else [])], key=lambda item: item.index)
+        self._open = None
+        self._whole_calls.clear()
+        return "".join([self._close(item) for item in finished])
+
+    def _close(self, item: _Item) -> str:
+        text = item.close()
         if not self._streamed:
             return ""
-        text = item.text()
-        where = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
+        if item.kind == "function_call":
+            assert item.call is not None
+            done = {"output_index": item.index, "item_id": item.item_id, "name": item.call["name"], "arguments": text}
+            return (self._event("response.function_call_arguments.done", done)
+                    + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item)}))
+        where: dict[str, object] = {"item_id": item.item_id, "output_index": item.index, "content_index": 0}
         part_done = "response.content_part.done"
         if item.kind == "message":
             part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
@@ -272,9 +316,10 @@ class ResponsesEncoder(Encoder):
             part = {"type": kind, "text": text}
             text_done = self._event(f"{events}_text.done", {**where, "text": text})
         return (text_done + self._event(part_done, {**where, "part": part})
-                + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item, "completed")}))
+                + self._event("response.output_item.done", {"output_index": item.index, "item": self._item(item)}))
 
-    def _item(self, item: _Item, status: str) -> dict[str, Any]:
+    def _item(self, item: _Item) -> dict[str, Any]:
+        status = "completed" if item.closed else "incomplete"
         if item.kind == "function_call":
             return self._call_item(item, status)
         text = item.text()
@@ -290,16 +335,14 @@ class ResponsesEncoder(Encoder):
 
     # --- the response -----------------------------------------------------------------------
 
-    def _response(self, status: str, *, usage: dict[str, object] | None, incomplete: str | None = None,
+    def _response(self, status: str, *, usage: dict[str, object] | None = None, incomplete: str | None = None,
                   error: dict[str, str] | None = None) -> dict[str, Any]:
-        whole = status != "in_progress"
-        output = [self._item(item, "completed" if item.done else "incomplete") for item in self._items] if whole else []
-        response: dict[str, Any] = {
+        output = [] if status == "in_progress" else [self._item(item) for item in self._items]
+        return {
             "id": self._id, "object": "response", "created_at": self._created_at, "status": status,
             "background": False, "error": error, "incomplete_details": None if incomplete is None else {"reason": incomplete},
             "model": self._model, "output": output, "usage": usage, **self._echo,
         }
-        return response
 
     def _event(self, kind: str, fields: Mapping[str, Any]) -> str:
         return f"event: {kind}\ndata: {_dumps({'type': kind, **fields, 'sequence_number': self._next()})}\n\n"
@@ -308,5 +351,3 @@ class ResponsesEncoder(Encoder):
         number = self._sequence
         self._sequence += 1
         return number
-
-

@@ -157,12 +157,19 @@ def test_a_turn_too_large_for_the_named_model_is_refused_with_its_bounds():
     ({"input": "hi", "tools": [FUNCTION] * 65}, "invalid_request", "tools"),
     ({"input": "hi", "tools": ["x"]}, "invalid_request", "tools[0].type"),
     ({"input": "hi", "tools": [{"type": "hologram"}]}, "invalid_request", "tools[0].type"),
-    ({"input": "hi", "tools": [{"type": "namespace", "name": 5, "tools": []}]}, "invalid_request", "tools[0]"),
-    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": [FUNCTION] * 65}]}, "invalid_request", "tools[0].tools"),
-    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}]}, "invalid_request",
+    ({"input": "hi", "tools": [{"type": "namespace", "name": 5, "description": "", "tools": []}]}, "invalid_request", "tools[0].name"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "", "description": "", "tools": []}]}, "invalid_request", "tools[0].name"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": []}]}, "invalid_request", "tools[0].description"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "description": "", "tools": [{"type": "function", "name": 5}]}]},
+     "invalid_request", "tools[0].tools[0].name"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "description": "", "tools": [FUNCTION]}],
+      "tool_choice": {"type": "function", "name": "now", "namespace": "m"}}, "invalid_request", "tool_choice.name"),
+    ({"input": [user({"type": "input_text", "text": 5})]}, "invalid_request", "input[0].content[0].text"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "description": "", "tools": [FUNCTION] * 65}]}, "invalid_request", "tools[0].tools"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "description": "", "tools": [{"type": "web_search"}]}]}, "invalid_request",
      "tools[0].tools[0].type"),
-    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "tools": [FUNCTION] * 40},
-                               {"type": "namespace", "name": "m", "tools": [FUNCTION] * 40}]}, "invalid_request", "tools"),
+    ({"input": "hi", "tools": [{"type": "namespace", "name": "n", "description": "", "tools": [FUNCTION] * 40},
+                               {"type": "namespace", "name": "m", "description": "", "tools": [FUNCTION] * 40}]}, "invalid_request", "tools"),
     ({"input": "hi", "tools": [{**FUNCTION, "parameters": "x"}]}, "invalid_request", "tools[0].parameters"),
     ({"input": "hi", "tools": [{**FUNCTION, "description": 5}]}, "invalid_request", "tools[0].description"),
     ({"input": "hi", "tools": [FUNCTION], "tool_choice": {"type": "function", "name": "later"}}, "invalid_request", "tool_choice.name"),
@@ -228,6 +235,26 @@ def test_a_bad_request_is_refused_naming_the_field_as_sent(fields, code, param):
     assert error.code == code
     if param is not None:
         assert error.param == param, error.message
+
+
+def test_the_response_repeats_only_what_was_checked_in_openais_shapes():
+    from openai.types.responses import Response
+
+    namespace = {"type": "namespace", "name": "agents", "description": "Agents.", "tools": [{**FUNCTION, "name": "spawn"}]}
+    request = checked(input="hi", tools=[{"type": "mcp", "server_label": "x"}, FUNCTION, namespace, {"type": "web_search"}],
+                      tool_choice={"type": "function", "name": "spawn", "namespace": "agents"}, text={"verbosity": "loud"},
+                      reasoning={"effort": "low", "summary": "auto", "context": "all_turns"}, temperature=0.3)
+    echo = request.echo
+    assert [(tool["type"], tool["name"]) for tool in echo["tools"]] == [("function", "now"), ("namespace", "agents")]
+    assert echo["tools"][1]["tools"][0]["name"] == "spawn" and echo["tool_choice"] == {"type": "function", "name": "spawn",
+                                                                                       "namespace": "agents"}
+    assert echo["text"] == {"format": {"type": "text"}} and echo["reasoning"] == {"effort": "low", "summary": "auto"}
+    Response.model_validate({"id": "resp_1", "object": "response", "created_at": 1, "status": "completed", "model": MODEL,
+                             "output": [], "error": None, "incomplete_details": None, **echo})
+    strict = checked(input="hi", text={"format": {"type": "json_schema", "name": "a", "strict": True, "schema": {
+        "type": "object", "properties": {}, "required": [], "additionalProperties": False}}}).echo["text"]
+    assert strict["format"]["type"] == "json_schema" and strict["format"]["strict"] is True
+    assert checked(input="hi", text={"format": {"type": "json_object"}}).echo["text"] == {"format": {"type": "json_object"}}
 
 
 def test_not_an_object_and_too_many_items_are_refused():

@@ -36,7 +36,7 @@ def reframer(*, streamed: bool = True, padding: int = 0, max_tokens: int | None 
 
 def events(output: str) -> list[dict[str, Any]]:
     """Each event's data, checked to be named by its `event:` line and valid by the SDK's types."""
-    parsed = parse_chunks([sent(output)]).events
+    parsed = parse_chunks([sent(output)], max_line_bytes=1 << 24, max_event_chars=1 << 24).events
     out = []
     for event in parsed:
         data = json.loads(event.data)
@@ -74,9 +74,9 @@ def check_stream(found: list[dict[str, Any]]) -> None:
             assert event["output_index"] in open_items  # every event of an item comes between its added and done
     final = found[-1]["response"]
     Response.model_validate(final)
-    # Only a failure leaves items open: those it cut, listed as incomplete.
+    # Only a cut or a failure leaves items open: those it cut, listed as incomplete (a cut, only the last).
     assert open_items == {index for index, item in enumerate(final["output"]) if item["status"] == "incomplete"}
-    assert not open_items or kinds[-1] == "response.failed"
+    assert not open_items or kinds[-1] == "response.failed" or (kinds[-1] == "response.incomplete" and open_items == {len(final["output"]) - 1})
 
 
 texts = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
@@ -208,3 +208,44 @@ def test_pings_are_comments_and_headers_are_the_stream_headers() -> None:
     streamed, collected = encoder(), encoder(streamed=False)
     assert streamed.ping() == ": ping\n\n" and collected.ping() == ""
     assert streamed.headers["x-accel-buffering"] == "no" and collected.headers == {"content-type": "application/json; charset=utf-8"}
+
+
+def test_a_call_cut_at_the_budget_is_incomplete_and_never_done() -> None:
+    # The attack of issue 31: `{"city":"P` reached the client as a completed call.
+    upstream = "".join([chunk({"content": "Looking."}), *call(0, "c0", "now", ['{"city":"P']), chunk({}, "length"), USAGE,
+                        "data: [DONE]\n\n"])
+    found = events(run_reframer(reframer, [upstream]))
+    kinds = [event["type"] for event in found]
+    assert "response.function_call_arguments.done" not in kinds and kinds[-1] == "response.incomplete"
+    assert [(event["item"]["type"], event["item"]["status"]) for event in found if event["type"] == "response.output_item.done"] == \
+        [("message", "completed")]
+    assert [item["status"] for item in found[-1]["response"]["output"]] == ["completed", "incomplete"]
+    collected = json.loads(run_reframer(lambda: reframer(streamed=False), [upstream]))
+    assert [item["status"] for item in collected["output"]] == ["completed", "incomplete"]
+
+
+def test_an_answer_longer_than_a_response_may_hold_ends_failed() -> None:
+    from sse import MAX_HELD_ANSWER_CHARS
+
+    piece = "x" * 60_000
+    frames = [chunk({"content": piece})] * (MAX_HELD_ANSWER_CHARS // len(piece) + 2) + ["data: [DONE]\n\n"]
+    found = events(run_reframer(reframer, frames))
+    assert found[-1]["type"] == "response.failed" and found[-2]["code"] == "upstream_malformed"
+    held = sum(len(event["delta"]) for event in found if event["type"] == "response.output_text.delta")
+    assert MAX_HELD_ANSWER_CHARS < held <= MAX_HELD_ANSWER_CHARS + len(piece)
+
+
+def test_more_output_items_than_a_response_may_hold_end_it_failed() -> None:
+    from sse import MAX_OUTPUT_ITEMS
+
+    switching = [chunk({"reasoning_content": "a"}), chunk({"content": "b"})] * (MAX_OUTPUT_ITEMS // 2 + 1)
+    found = events(run_reframer(reframer, [*switching, "data: [DONE]\n\n"]))
+    assert found[-1]["type"] == "response.failed" and found[-2]["code"] == "upstream_malformed"
+    assert len(found[-1]["response"]["output"]) == MAX_OUTPUT_ITEMS + 1
+
+
+def test_frames_that_could_not_be_read_are_counted_on_the_terminal_response() -> None:
+    upstream = chunk({"content": "a"}) + "data: {not json\n\n" + chunk({}, "stop") + "data: [DONE]\n\n"
+    found = events(run_reframer(reframer, [upstream]))
+    assert found[-1]["response"]["skipped_frames"] == 1
+    assert "skipped_frames" not in events(run_reframer(reframer, [chunk({"content": "a"}) + "data: [DONE]\n\n"]))[-1]["response"]

@@ -29,7 +29,7 @@ from chat.api import tools as tool_checks
 from chat.api.openai import flag, model_options
 from chat.api.validation import WHITESPACE, checked_max_tokens, checked_turn
 from chat.config import Config
-from chat.turn import ChatTurn
+from chat.turn import ChatTurn, OutputFormat
 from chat.web.errors import ApiError, invalid_request
 
 MAX_METADATA_PAIRS = 16  # OpenAI's bounds on metadata
@@ -67,7 +67,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     if not isinstance(payload, dict):
         raise invalid_request("The request body must be a JSON object.")
     _refuse_what_cannot_be_honoured(payload)
-    offered, names, where_tool = _checked_tools(payload.get("tools"))
+    offered, names, where_tool, namespaces = _checked_tools(payload.get("tools"))
     messages, position, part_name = _messages(payload, config, names)
     choice = _tool_choice(payload.get("tool_choice"), offered, names)
     output = _response_format(payload.get("text"))
@@ -93,15 +93,20 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
     if options is not None and not isinstance(options, dict):
         raise invalid_request("stream_options must be an object.", param="stream_options")
+    summary = _summary(reasoning)
+    # What the Response repeats of the request: only what was checked, in OpenAI's shapes
+    # (the SDKs validate it), and the tools as the model was offered them.
     echo = {
         "instructions": payload.get("instructions"), "max_output_tokens": payload.get("max_output_tokens"),
-        "metadata": _metadata(payload.get("metadata")), "parallel_tool_calls": payload.get("parallel_tool_calls", True),
-        "temperature": payload.get("temperature"), "top_p": top_p, "tool_choice": payload.get("tool_choice") or "auto",
-        "tools": payload.get("tools") or [], "text": payload.get("text") or {"format": {"type": "text"}},
-        "reasoning": reasoning or {"effort": None, "summary": None}, "store": False, "truncation": "disabled",
+        "metadata": _metadata(payload.get("metadata")), "parallel_tool_calls": turn.tool_inputs.get("parallel_tool_calls", True),
+        "temperature": turn.temperature, "top_p": top_p, "tool_choice": _echoed_choice(turn.tool_inputs.get("tool_choice"), names),
+        "tools": _echoed_tools(turn.tool_inputs.get("tools", []), names, namespaces),
+        "text": {"format": {"type": "text"} if turn.output is None else _echoed_format(turn.output)},
+        "reasoning": {"effort": turn.reasoning_effort, "summary": (reasoning or {}).get("summary") if summary else None},
+        "store": False, "truncation": "disabled",
     }
     return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options or {}, "include_obfuscation", "stream_options.", default=True),
-                            echo=echo, names=names, reasoning_summary=_summary(reasoning))
+                            echo=echo, names=names, reasoning_summary=summary)
 
 
 def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
@@ -132,11 +137,12 @@ def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
 # --- tools ------------------------------------------------------------------------------------
 
 
-def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]], dict[int, str]]:
+def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[str, str]], dict[int, str], dict[str, str]]:
     """The function tools to offer, in the chat shape chat.api.tools checks; the names of
-    namespace tools; and each offered tool's place in the request (for refusals)."""
+    namespace tools; each offered tool's place in the request (for refusals); and each
+    namespace's description."""
     if value is None:
-        return [], {}, {}
+        return [], {}, {}, {}
     if not isinstance(value, list):
         raise invalid_request("tools must be a list of tools.", param="tools")
     if len(value) > tool_checks.MAX_TOOLS:
@@ -144,8 +150,9 @@ def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[st
     offered: list[dict[str, Any]] = []
     names: dict[str, tuple[str, str]] = {}
     where: dict[int, str] = {}
+    namespaces: dict[str, str] = {}
 
-    def offer(tool: dict[str, Any], at: str, name: str) -> None:
+    def offer(tool: dict[str, Any], at: str, name: Any) -> None:
         where[len(offered)] = at
         offered.append({"type": "function", "function": {"name": name, "description": tool.get("description"),
                                                          "parameters": tool.get("parameters"), "strict": tool.get("strict")}})
@@ -158,42 +165,87 @@ def _checked_tools(value: Any) -> tuple[list[dict[str, Any]], dict[str, tuple[st
         if kind == "function":
             offer(tool, at, tool.get("name"))
         elif kind == "namespace":
-            namespace = tool.get("name")
-            inner = tool.get("tools")
-            if not isinstance(namespace, str) or not isinstance(inner, list):
-                raise invalid_request(f"{at} must be a namespace with a name and a list of tools.", param=at)
-            if len(inner) > tool_checks.MAX_TOOLS:
-                raise invalid_request(f"{at}.tools has {len(inner)} entries; at most {tool_checks.MAX_TOOLS} are allowed.",
-                                      param=f"{at}.tools")
+            namespace, description, inner = tool.get("name"), tool.get("description"), tool.get("tools")
+            if not isinstance(namespace, str) or not _NAME.fullmatch(namespace) or namespace in namespaces:
+                raise invalid_request(f"{at}.name must be 1 to 64 letters, digits, _ or -, and another namespace's.", param=f"{at}.name")
+            if not isinstance(description, str) or len(description) > tool_checks.MAX_DESCRIPTION_CHARS:
+                raise invalid_request(f"{at}.description must be a string of at most {tool_checks.MAX_DESCRIPTION_CHARS} characters.",
+                                      param=f"{at}.description")
+            if not isinstance(inner, list) or len(inner) > tool_checks.MAX_TOOLS:
+                raise invalid_request(f"{at}.tools must be a list of at most {tool_checks.MAX_TOOLS} tools.", param=f"{at}.tools")
+            namespaces[namespace] = description
             for inner_index, member in enumerate(inner):
                 member_at = f"{at}.tools[{inner_index}]"
                 if not isinstance(member, dict) or member.get("type") not in ("function", "custom"):
                     raise invalid_request(f'{member_at}.type must be "function" or "custom".', param=f"{member_at}.type")
-                if member["type"] == "custom" or not isinstance(member.get("name"), str):
-                    continue  # a free-form tool: left out, as at the top level (and a bad name is refused below)
+                if member["type"] == "custom":
+                    continue  # a free-form tool: left out, as at the top level
+                if not isinstance(member.get("name"), str):
+                    raise invalid_request(f"{member_at}.name must be a string.", param=f"{member_at}.name")
                 flat = f"{namespace}{NAMESPACE_SEPARATOR}{member['name']}"
                 names[flat] = (namespace, member["name"])
-                offer(member, member_at, flat)
+                offer(member, member_at, flat)  # a flat name over 64 characters is refused with the rest
         elif kind not in HOSTED_TOOLS:
             raise invalid_request(f"{at}.type: an unknown tool type; function and namespace tools are offered to the model, "
                                   "hosted tools are left out (docs/openai.md).", param=f"{at}.type")
     if len(offered) > tool_checks.MAX_TOOLS:
         raise invalid_request(f"tools offer {len(offered)} functions; at most {tool_checks.MAX_TOOLS} are allowed.", param="tools")
-    return offered, names, where
+    return offered, names, where, namespaces
+
+
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_CHOICE_SHAPE = '"auto", "none", "required" or {"type": "function", "name": ...}'
 
 
 def _tool_choice(value: Any, offered: list[dict[str, Any]], names: Mapping[str, tuple[str, str]]) -> Any:
-    # The Responses shapes: "auto" | "none" | "required" | {"type": "function", "name"}.
-    if value is None or isinstance(value, str):
+    # The Responses shapes, as the chat checks take them.
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in tool_checks.TOOL_CHOICES:
+            raise invalid_request(f"tool_choice must be {_CHOICE_SHAPE}.", param="tool_choice")
         return value
     if isinstance(value, dict) and value.get("type") == "function":
-        name = value.get("name")
-        flat = next((key for key, (space, member) in names.items() if member == name and space == value.get("namespace")), name)
-        if not any(tool["function"]["name"] == flat for tool in offered):
-            raise invalid_request("tool_choice.name must name one of the function tools.", param="tool_choice.name")
+        name, namespace = value.get("name"), value.get("namespace")
+        flat = name if namespace is None else next((key for key, place in names.items() if place == (namespace, name)), None)
+        if flat is None or not any(tool["function"]["name"] == flat for tool in offered):
+            raise invalid_request("tool_choice.name must name one of the function tools (with its namespace, for a namespace's).",
+                                  param="tool_choice.name")
         return {"type": "function", "function": {"name": flat}}
-    raise invalid_request('tool_choice must be "auto", "none", "required" or {"type": "function", "name": ...}; hosted tools '
-                          "and allowed_tools are not supported here.", param="tool_choice")
+    raise invalid_request(f"tool_choice must be {_CHOICE_SHAPE}; hosted tools and allowed_tools are not supported here.",
+                          param="tool_choice")
+
+
+def _echoed_tools(offered: list[dict[str, Any]], names: Mapping[str, tuple[str, str]], namespaces: Mapping[str, str]) -> list[Any]:
+    """The tools the model was offered, in the Responses shapes; hosted tools, left out, are not among them."""
+    tools: list[Any] = []
+    groups: dict[str, list[Any]] = {}
+    for tool in offered:
+        function = tool["function"]
+        namespace, name = names.get(function["name"], (None, function["name"]))
+        flat = {"type": "function", "name": name, "description": function["description"], "parameters": function["parameters"],
+                "strict": function.get("strict")}
+        if namespace is None:
+            tools.append(flat)
+            continue
+        if namespace not in groups:
+            groups[namespace] = []
+            tools.append({"type": "namespace", "name": namespace, "description": namespaces[namespace], "tools": groups[namespace]})
+        groups[namespace].append(flat)
+    return tools
+
+
+def _echoed_choice(choice: Any, names: Mapping[str, tuple[str, str]]) -> Any:
+    if not isinstance(choice, dict):
+        return choice or "auto"
+    namespace, name = names.get(choice["function"]["name"], (None, choice["function"]["name"]))
+    return {"type": "function", "name": name} if namespace is None else {"type": "function", "name": name, "namespace": namespace}
+
+
+def _echoed_format(output: OutputFormat) -> dict[str, Any]:
+    if output.kind != "json_schema":
+        return {"type": output.kind}
+    return {"type": "json_schema", "name": output.name, "schema": output.schema, "strict": output.strict, "description": output.description}
 
 
 def _renamed(error: ApiError, where_tool: Mapping[int, str]) -> ApiError:
@@ -329,7 +381,9 @@ def _message(item: dict[str, Any], at: str, config: Config) -> dict[str, Any] | 
         part_at = f"{at}.content[{index}]"
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "input_text":
-            parts.append({"type": "text", "text": part.get("text")})
+            if not isinstance(part.get("text"), str):
+                raise invalid_request(f"{part_at}.text must be a string.", param=f"{part_at}.text")
+            parts.append({"type": "text", "text": part["text"]})
         elif kind == "input_image":
             if part.get("file_id") is not None:
                 raise invalid_request(f"{part_at}.file_id: files are not kept here; send the image as a data URL in image_url.",

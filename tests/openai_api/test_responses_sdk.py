@@ -69,7 +69,12 @@ def assert_well_ordered(events: list[ResponseStreamEvent]) -> None:
     assert len(terminal_types(events)) == 1 and events[-1].type == terminal_types(events)[0]
     added = [event.output_index for event in events if event.type == "response.output_item.added"]
     done = [event.output_index for event in events if event.type == "response.output_item.done"]
-    assert added == list(range(len(added))) and sorted(done) == added
+    assert added == list(range(len(added))) and sorted(done) == sorted(set(done))
+    # Every item is closed, but the one a cut or a failure fell in: never `done`, listed incomplete.
+    open_items = set(added) - set(done)
+    final = events[-1].response.output
+    assert open_items == {index for index, item in enumerate(final) if item.status == "incomplete"}
+    assert not open_items or events[-1].type != "response.completed"
 
 
 # --- answers -------------------------------------------------------------------------------
@@ -202,8 +207,10 @@ async def test_an_answer_cut_at_the_budget_is_incomplete_never_completed(start_r
     assert_well_ordered(events)
     assert terminal_types(events) == ["response.incomplete"]
     assert events[-1].response.incomplete_details.reason == "max_output_tokens"
+    assert events[-1].response.output[-1].status == "incomplete"
     collected = await sdk(runtime).responses.create(model=MODEL, input="cut off", max_output_tokens=2)
     assert collected.status == "incomplete" and collected.output_text == "Once upon a time"
+    assert collected.output[-1].status == "incomplete"
 
 
 @pytest.mark.parametrize("prompt", ["vllm error", "fails midway", "ends early"])

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from tests.harness.runtime import BODY_LIMIT, wrangler_config
-from tests.harness.scenarios import done_frame, native_frame, scripted_options
+from tests.harness.scenarios import done_frame, native_frame, repeat, scripted_options
 
 MODEL = "@cf/zai-org/glm-4.7-flash"
 ANSWER = scripted_options([native_frame("ok"), done_frame()])
@@ -121,3 +121,20 @@ async def test_get_on_responses_itself_is_a_405_naming_post(start_runtime, http)
     runtime = start_runtime(ANSWER)
     response = await http.get(runtime.url + "/v1/responses")
     assert response.status_code == 405 and response.headers["allow"] == "POST, OPTIONS"
+
+
+ENDLESS = scripted_options([native_frame("a"), repeat(40, 'data: {"response":"' + "\u00e9" * 60_000 + '"}\n\n'), done_frame()])
+
+
+async def test_an_answer_longer_than_a_response_may_hold_ends_failed_and_the_isolate_lives(start_runtime, http):
+    # The attack of issue 31: the terminal events repeat the answer, so a streamed response
+    # holds it; uncapped, 36 M characters ran workerd out of heap. 2.4 M characters are sent here.
+    runtime = start_runtime(ENDLESS)
+    mark = len(runtime.lines)
+    async with http.stream("POST", runtime.url + "/v1/responses", json={"model": MODEL, "input": "hi", "stream": True}) as response:
+        text = (await response.aread()).decode()
+    kinds = [line[7:] for line in text.splitlines() if line.startswith("event: ")]
+    assert kinds[-2:] == ["error", "response.failed"] and '"code":"upstream_malformed"' in text
+    collected = await http.post(runtime.url + "/v1/responses", json={"model": MODEL, "input": "hi"})
+    assert collected.status_code == 502 and collected.json()["error"]["code"] == "upstream_malformed"
+    assert not runtime.crash_lines(mark)

@@ -7,6 +7,7 @@ stands in for it, measured against the same traffic through the pass-through rou
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 
 import httpx
@@ -64,3 +65,32 @@ async def test_twenty_concurrent_5000_token_answers_complete_under_a_128_mb_heap
         f"{ROUNDS * ANSWERS} re-framed answers grew workerd by {reframed >> 20} MiB, "
         f"{ROUNDS * ANSWERS} passed through by {passed_through >> 20} MiB"
     )
+
+
+@pytest.mark.heavy
+async def test_four_responses_holding_the_most_they_may_live_under_a_128_mb_heap(start_runtime):
+    # /v1/responses repeats the answer at its end, so it holds it: up to MAX_HELD_ANSWER_CHARS
+    # (the attack of issue 31 ran workerd out of heap with 36 M characters, uncapped). Four at
+    # once, each just under the cap in 2-byte characters, then one over it, which fails.
+    from sse import MAX_HELD_ANSWER_CHARS
+    from tests.harness.scenarios import done_frame, repeat, script, scripted_options, send
+
+    piece = "data: " + '{"choices":[{"index":0,"delta":{"content":"' + "\u00e9" * 50_000 + '"},"finish_reason":null}]}\n\n'
+    stop = 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    options = scripted_options([done_frame()], prompts={
+        "under": script([repeat(MAX_HELD_ANSWER_CHARS // 50_000 - 1, piece), send(stop), done_frame()]),
+        "over": script([repeat(MAX_HELD_ANSWER_CHARS // 50_000 + 3, piece), send(stop), done_frame()]),
+    })
+    runtime = start_runtime(dataclasses.replace(options, workerd_direct=True, v8_flags=V8_FLAGS))
+    mark = len(runtime.lines)
+
+    async def ask(client: httpx.AsyncClient, question: str) -> str:
+        body = {"model": "@cf/zai-org/glm-4.7-flash", "input": question, "stream": True}
+        async with client.stream("POST", runtime.url + "/v1/responses", json=body) as response:
+            text = (await response.aread()).decode()
+        return [line for line in text.splitlines() if line.startswith("event: ")][-1]
+
+    async with httpx.AsyncClient(timeout=300) as client:
+        assert await asyncio.gather(*(ask(client, "under") for _ in range(4))) == ["event: response.completed"] * 4
+        assert await ask(client, "over") == "event: response.failed"
+    assert not runtime.crash_lines(mark)

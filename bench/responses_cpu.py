@@ -60,7 +60,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--streams", type=int, default=20)
     args = parser.parse_args()
-    runtime = LocalRuntime(RuntimeOptions(ai_pace=0, ai_reply_tokens=TOKENS, ai_frames_per_chunk=1, workerd_direct=True)).start()
+    runtime = LocalRuntime(RuntimeOptions(ai_pace=0, ai_format=None, ai_reply_tokens=TOKENS, ai_frames_per_chunk=1,
+                                          workerd_direct=True)).start()
     cpu: dict[str, list[float]] = {route: [] for route in ROUTES}
     sizes: dict[str, int] = {}
     try:

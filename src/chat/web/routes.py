@@ -4,6 +4,8 @@ CPython; chat.app dispatches to the handler a route names.
 
 Adding a route is one entry in ROUTES (and its handler in chat.app.handlers): matching,
 405's Allow, the methods a preflight allows, rate limiting and the error shape all derive from it.
+The error shape is the surface's: every path under /v1/ is OpenAI's API, routes and 404s
+alike, and answers in OpenAI's shape; every other path in this project's.
 """
 
 from __future__ import annotations
@@ -27,8 +29,7 @@ class Route:
     `name` is the `route` of its log lines; `handler` names its function in
     chat.app.handlers (None: answered here, before the configuration is read). A route
     that `spends_budget` starts inference: each request spends one unit of its client's
-    rate-limit budget before its body is read. `errors` renders its ApiErrors in the
-    shape of its API surface.
+    rate-limit budget before its body is read.
     """
 
     name: str
@@ -36,7 +37,11 @@ class Route:
     methods: tuple[str, ...]
     handler: str | None
     spends_budget: bool = False
-    errors: ErrorRenderer = error_body
+
+    @property
+    def errors(self) -> ErrorRenderer:
+        """How its ApiErrors are written: its surface's shape."""
+        return surface_errors(self.path)
 
     @property
     def allowed(self) -> str:
@@ -51,15 +56,17 @@ ROUTES: tuple[Route, ...] = (
     Route(name="ui-chat", path="/api/ui-chat", methods=("POST",), handler="ui_chat", spends_budget=True),
     Route(name="chat-stream", path=f"/api/chat/streams/{ID}", methods=("GET", "DELETE"), handler="stream_reader"),
     Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="stream_reader"),
-    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
-          errors=openai_error_body),
-    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
-          errors=openai_error_body),
-    Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models", errors=openai_error_body),
+    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True),
+    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True),
+    Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models"),
 )
 
-# A path under this prefix that is not a route is still OpenAI's API: its 404 takes that shape.
-OPENAI_PREFIX = "/v1/"
+OPENAI_PREFIX = "/v1/"  # OpenAI's API: routes, and paths that are none
+
+
+def surface_errors(path: str) -> ErrorRenderer:
+    """The error shape of the API surface `path` belongs to."""
+    return openai_error_body if path.startswith(OPENAI_PREFIX) else error_body
 
 _EXACT = {route.path: route for route in ROUTES if ID not in route.path}
 _WITH_ID: list[tuple[Route, str, str]] = [(route, *route.path.partition(ID)[::2]) for route in ROUTES if ID in route.path]
@@ -86,10 +93,8 @@ def match(path: str) -> Match | None:
 
 
 def error_renderer(path: str, found: Match | None) -> ErrorRenderer:
-    """How errors on `path` are written: its route's shape, OpenAI's under /v1/."""
-    if found is not None:
-        return found.route.errors
-    return openai_error_body if path.startswith(OPENAI_PREFIX) else error_body
+    """How errors on `path` are written: its surface's shape, a route's or not."""
+    return surface_errors(found.route.path if found is not None else path)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -58,13 +58,7 @@ def validate_completion(payload: Any, config: Config) -> CompletionRequest:
     _refuse_what_cannot_be_honoured(payload)
     messages = checked_message_list(payload, config)
     plain = [_plain_message(message, index) for index, message in enumerate(messages)]
-    stream = flag(payload, "stream")
-    options = payload.get("stream_options")
-    if options is not None and not stream:
-        raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise invalid_request("stream_options must be an object.", param="stream_options")
-    options = options or {}
+    stream, options = streaming(payload)
     turn = checked_turn(payload, plain, config, position=lambda index: index, system=config.openai_system_messages,
                         model_required=True, max_tokens=_max_tokens(payload, config))
     turn = replace(turn, options=model_options(payload, turn.models[0]), stop=_stop(payload.get("stop")))
@@ -130,6 +124,17 @@ def _plain_message(message: Any, index: int) -> Any:
         if key in message:
             plain[key] = message[key]
     return plain
+
+
+def streaming(payload: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """`stream`, and `stream_options` ({} when absent), which OpenAI allows only with it."""
+    stream = flag(payload, "stream")
+    options = payload.get("stream_options")
+    if options is not None and not stream:
+        raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise invalid_request("stream_options must be an object.", param="stream_options")
+    return stream, options or {}
 
 
 def flag(payload: dict[str, Any], field: str, prefix: str = "", *, default: bool = False) -> bool:

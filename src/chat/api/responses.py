@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from chat.api import tools as tool_checks
-from chat.api.openai import flag, model_options
+from chat.api.openai import flag, model_options, streaming
 from chat.api.validation import WHITESPACE, checked_max_tokens, checked_turn
 from chat.config import Config
 from chat.turn import ChatTurn, OutputFormat
@@ -87,12 +87,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         raise _renamed(error, where_tool) from None
     top_p = payload.get("top_p")
     turn = replace(turn, options=model_options({"top_p": top_p}, turn.models[0]), cache_key=_cache_key(payload.get("prompt_cache_key")))
-    stream = flag(payload, "stream")
-    options = payload.get("stream_options")
-    if options is not None and not stream:
-        raise invalid_request("stream_options is only allowed when stream is true.", param="stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise invalid_request("stream_options must be an object.", param="stream_options")
+    stream, options = streaming(payload)
     summary = _summary(reasoning)
     # What the Response repeats of the request: only what was checked, in OpenAI's shapes
     # (the SDKs validate it), and the tools as the model was offered them.
@@ -105,7 +100,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         "reasoning": {"effort": turn.reasoning_effort, "summary": (reasoning or {}).get("summary") if summary else None},
         "store": False, "truncation": "disabled",
     }
-    return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options or {}, "include_obfuscation", "stream_options.", default=True),
+    return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options, "include_obfuscation", "stream_options.", default=True),
                             echo=echo, names=names, reasoning_summary=summary)
 
 

@@ -15,7 +15,8 @@ writes a summary of it; a client that asks for one (`reasoning.summary`) gets th
 itself in a `summary_text` part instead, with the summary events, because that is the only
 reasoning Codex CLI and the AI SDK show (docs/openai.md, "Reasoning").
 
-An item is closed once the next one opens or the answer ends whole, so the item being
+An item is closed once the next one opens (calls: once text or reasoning follows them) or
+the answer ends whole, so the item being
 written when the answer is cut (`incomplete`) or fails is never closed: its `done` events
 would read as a finished message or call (Codex CLI shows a closed message as the reply),
 and the terminal Response lists it as `incomplete`. Opening and closing items is this
@@ -173,7 +174,9 @@ class ResponsesEncoder(Encoder):
                 f'{_obfuscation(padding)},"sequence_number":{number}}}\n\n')
 
     def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        out = self._close_finished()
+        # Whole calls before it stay open: an upstream may still send pieces of one (the
+        # stream then fails), and a call closed would be run.
+        out = self._close_finished(calls=False)
         namespace, name = self._names.get(call.name, (None, call.name))
         fields: dict[str, Any] = {"call_id": call.id, "name": name}
         if namespace is not None:
@@ -287,12 +290,14 @@ class ResponsesEncoder(Encoder):
         if item in self._whole_calls:
             self._whole_calls.remove(item)
 
-    def _close_finished(self) -> str:
-        """Closes the item being streamed and the calls that are whole, in output order."""
-        finished = sorted([*self._whole_calls, *([self._open] if self._open is not None else [])], key=lambda item: item.index)
+    def _close_finished(self, *, calls: bool = True) -> str:
+        """Closes the item being streamed and, unless `calls` is false, the calls that are
+        whole, in output order."""
+        finished = [*(self._whole_calls if calls else []), *([self._open] if self._open is not None else [])]
         self._open = None
-        self._whole_calls.clear()
-        return "".join([self._close(item) for item in finished])
+        if calls:
+            self._whole_calls = []
+        return "".join([self._close(item) for item in sorted(finished, key=lambda item: item.index)])
 
     def _close(self, item: _Item) -> str:
         text = item.close()

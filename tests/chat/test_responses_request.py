@@ -112,6 +112,14 @@ def test_a_namespaced_call_in_the_history_is_sent_under_its_flat_name():
     assert messages[3]["tool_calls"][0]["function"]["name"] == "old__gone"  # a namespace no longer offered
 
 
+def test_with_nothing_to_call_auto_none_and_parallel_tool_calls_ask_nothing():
+    # The Agents SDK sends tool_choice without tools; Codex CLI parallel_tool_calls beside web_search alone.
+    for fields in ({"tool_choice": "auto", "parallel_tool_calls": True}, {"tools": [], "tool_choice": "none"},
+                   {"tools": [{"type": "web_search"}], "parallel_tool_calls": False}):
+        request = checked(input="hi", **fields)
+        assert request.turn.tool_inputs == {} and request.echo["tools"] == [] and request.echo["tool_choice"] == "auto"
+
+
 def test_the_other_fields_are_carried_over():
     request = checked(input="hi", max_output_tokens=100, temperature=0.5, top_p=0.9, reasoning={"effort": "low", "summary": "auto"},
                       text={"format": {"type": "json_schema", "name": "answer", "strict": True, "schema": {
@@ -175,7 +183,10 @@ def test_a_turn_too_large_for_the_named_model_is_refused_with_its_bounds():
     ({"input": "hi", "tools": [FUNCTION], "tool_choice": {"type": "function", "name": "later"}}, "invalid_request", "tool_choice.name"),
     ({"input": "hi", "tools": [FUNCTION], "tool_choice": {"type": "web_search"}}, "invalid_request", "tool_choice"),
     ({"input": "hi", "tools": [FUNCTION], "tool_choice": "any"}, "invalid_request", "tool_choice"),
-    ({"input": "hi", "tool_choice": "auto"}, "invalid_request", "tool_choice"),
+    ({"input": "hi", "tool_choice": "required"}, "invalid_request", "tool_choice"),
+    ({"input": "hi", "tools": [{"type": "web_search"}], "tool_choice": {"type": "function", "name": "now"}}, "invalid_request",
+     "tool_choice.name"),
+    ({"input": "hi", "parallel_tool_calls": "yes"}, "invalid_request", "parallel_tool_calls"),
     ({"input": "hi", "text": 5}, "invalid_request", "text"),
     ({"input": "hi", "text": {"format": 5}}, "invalid_request", "text.format"),
     ({"input": "hi", "text": {"format": {"type": "xml"}}}, "invalid_request", "text.format.type"),

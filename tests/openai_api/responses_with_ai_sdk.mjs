@@ -1,14 +1,16 @@
 // Drives /v1/responses with the AI SDK's OpenAI provider, as a Node app would: `openai(id)`
 // is a Responses model. A tool loop with streamText: the model calls current_time, the SDK
 // runs it and sends the result back, and the model answers.
-// Usage: node responses_with_ai_sdk.mjs BASE_URL MODEL PROMPT
-// Prints one JSON line: {"text", "finishReason", "steps": [{"finishReason", "toolCalls",
-// "toolResults", "text"}], "usage", "parts"} or {"error": message}.
+// Usage: node responses_with_ai_sdk.mjs BASE_URL MODEL PROMPT [reasoning]
+// With "reasoning", asks for the reasoning as docs/openai.md says (the provider sends a
+// reasoning summary only for models it knows think: forceReasoning tells it this one does).
+// Prints one JSON line: {"text", "reasoning", "finishReason", "steps": [{"finishReason",
+// "toolCalls", "toolResults", "text"}], "usage", "parts"} or {"error": message}.
 import { createOpenAI } from "@ai-sdk/openai";
 import { stepCountIs, streamText, tool } from "ai";
 import { z } from "zod";
 
-const [baseURL, model, prompt] = process.argv.slice(2);
+const [baseURL, model, prompt, reasoning] = process.argv.slice(2);
 const openai = createOpenAI({ baseURL, apiKey: "any key works without AUTH_TOKEN" });
 
 const tools = {
@@ -27,6 +29,7 @@ try {
     tools,
     stopWhen: stepCountIs(3),
     maxRetries: 0,
+    providerOptions: reasoning === "reasoning" ? { openai: { forceReasoning: true, reasoningSummary: "auto" } } : {},
     // The provider's defaults ask to store the response and to read encrypted reasoning;
     // sent as an app would send them.
     onError: () => {},
@@ -42,7 +45,8 @@ try {
     text: step.text,
   }));
   console.log(JSON.stringify({
-    text: await result.text, finishReason: await result.finishReason, steps, usage: await result.totalUsage, parts,
+    text: await result.text, reasoning: await result.reasoningText, finishReason: await result.finishReason, steps,
+    usage: await result.totalUsage, parts,
   }));
 } catch (error) {
   console.log(JSON.stringify({ error: String(error?.message ?? error) }));

@@ -62,5 +62,18 @@ async def test_the_ai_sdks_openai_provider_streams_a_tool_loop(start_runtime, pr
     assert first["finishReason"] == "tool-calls" and [call["toolName"] for call in first["toolCalls"]] == ["current_time"]
     assert first["toolResults"] == [first["toolResults"][0]] and str(first["toolResults"][0]).startswith("12:34 in ")
     assert second["finishReason"] == "stop" and "Tool result: 12:34 in " in result["text"]
-    assert "reasoning-delta" in result["parts"] or "text-delta" in result["parts"]
-    assert result["usage"]["outputTokens"] > 0
+    assert "text-delta" in result["parts"] and result["usage"]["outputTokens"] > 0
+
+
+async def test_the_ai_sdk_shows_the_reasoning_when_asked_as_the_docs_say(start_runtime):
+    # @ai-sdk/openai 4.0.118 reads only the reasoning summary events, and sends
+    # reasoningSummary only for models it knows think (forceReasoning: docs/openai.md).
+    from tests.openai_api.test_responses_sdk import SCRIPTS
+
+    runtime = start_runtime(SCRIPTS)
+    done = subprocess.run(["node", str(AI_SDK_DRIVER), runtime.url + "/v1", MODEL, "think", "reasoning"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "error" not in result, result
+    assert (result["reasoning"], result["text"]) == ("Let me think.", "Forty-two.")
+    assert "reasoning-delta" in result["parts"]

@@ -249,3 +249,25 @@ def test_frames_that_could_not_be_read_are_counted_on_the_terminal_response() ->
     found = events(run_reframer(reframer, [upstream]))
     assert found[-1]["response"]["skipped_frames"] == 1
     assert "skipped_frames" not in events(run_reframer(reframer, [chunk({"content": "a"}) + "data: [DONE]\n\n"]))[-1]["response"]
+
+
+def test_a_whole_call_stays_open_while_other_calls_stream_so_an_upstream_that_goes_back_to_it_never_closes_it() -> None:
+    # The second attack of issue 31: pieces of call 0 after call 1 began closed call 0 with cut
+    # arguments before the stream failed.
+    upstream = "".join([*call(0, "c0", "now", ['{"city":']), *call(1, "c1", "now", ["{}"]),
+                        chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"P"}'}}]}), chunk({}, "tool_calls"),
+                        "data: [DONE]\n\n"])
+    found = events(run_reframer(reframer, [upstream]))
+    closed = [event["item"]["call_id"] for event in found if event["type"] == "response.output_item.done"]
+    if found[-1]["type"] == "response.failed":
+        assert closed == [] and {item["status"] for item in found[-1]["response"]["output"]} == {"incomplete"}
+    else:
+        assert found[-1]["type"] == "response.completed" and closed == ["c0", "c1"]
+
+
+def test_parallel_calls_close_together_at_the_end_in_output_order() -> None:
+    upstream = "".join([*call(0, "c0", "now", ["{}"]), *call(1, "c1", "now", ["{}"]), chunk({}, "tool_calls"), "data: [DONE]\n\n"])
+    found = events(run_reframer(reframer, [upstream]))
+    kinds = [(event["type"], event.get("output_index")) for event in found if "output_item" in event["type"]]
+    assert kinds == [("response.output_item.added", 0), ("response.output_item.added", 1), ("response.output_item.done", 0),
+                     ("response.output_item.done", 1)]

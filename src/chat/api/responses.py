@@ -74,9 +74,16 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     reasoning = payload.get("reasoning")
     if reasoning is not None and not isinstance(reasoning, dict):
         raise invalid_request("reasoning must be an object.", param="reasoning")
+    parallel = payload.get("parallel_tool_calls")
+    if not offered:
+        # Nothing to call (no tools, or hosted ones only, left out): "auto", "none" and
+        # parallel_tool_calls ask nothing of it (the Agents SDK sends tool_choice without
+        # tools). "required" or a named tool cannot be honoured: a 400, as on Chat Completions.
+        choice = None if choice in ("auto", "none") else choice
+        parallel = None if isinstance(parallel, bool) else parallel
     chat_payload = {
         "model": payload.get("model"), "temperature": payload.get("temperature"),
-        "tools": offered or None, "tool_choice": choice, "parallel_tool_calls": payload.get("parallel_tool_calls"),
+        "tools": offered or None, "tool_choice": choice, "parallel_tool_calls": parallel,
         "reasoning_effort": (reasoning or {}).get("effort"), "response_format": output,
     }
     max_tokens = checked_max_tokens(payload.get("max_output_tokens"), config, "max_output_tokens")

@@ -75,14 +75,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--streams", type=int, default=20)
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
+    parser.add_argument("--framings", default=",".join(FRAMINGS), help="comma-separated, of: " + ", ".join(FRAMINGS))
     args = parser.parse_args()
+    variants = {name: VARIANTS[name] for name in args.variants.split(",")}
+    framings = {name: FRAMINGS[name] for name in args.framings.split(",")}
     samples: dict[tuple[str, str, str], list[float]] = {}
     with tempfile.TemporaryDirectory() as scratch:
         runtimes: dict[tuple[str, str], LocalRuntime] = {}
         try:
-            for variant, edits in VARIANTS.items():
+            for variant, edits in variants.items():
                 main_module = copy_of_src(Path(scratch), variant, edits)
-                for framing, ai_format in FRAMINGS.items():
+                for framing, ai_format in framings.items():
                     runtimes[variant, framing] = LocalRuntime(RuntimeOptions(
                         ai_pace=0, ai_format=ai_format, ai_reply_tokens=TOKENS, ai_frames_per_chunk=1, workerd_direct=True,
                         main=main_module)).start()
@@ -101,11 +105,11 @@ def main() -> None:
                 runtime.stop()
     (ROOT / "bench" / "results").mkdir(exist_ok=True)
     (ROOT / "bench" / "results" / "fast_path_ab.json").write_text(json.dumps({" | ".join(key): values for key, values in samples.items()}, indent=1))
-    print(f"| upstream | route | {' | '.join(VARIANTS)} |\n|---|---|{'---|' * len(VARIANTS)}")
-    for framing in FRAMINGS:
+    print(f"| upstream | route | {' | '.join(variants)} |\n|---|---|{'---|' * len(variants)}")
+    for framing in framings:
         for route in ROUTES:
             cells = []
-            for variant in VARIANTS:
+            for variant in variants:
                 values = samples[variant, framing, route]
                 cells.append(f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})")
             print(f"| {framing} | `{route}` | {' | '.join(cells)} |")

@@ -89,8 +89,9 @@ deploy-check: setup
 	npx wrangler deploy --dry-run --outdir .dev/deploy-dry-run
 
 # Needs a Cloudflare login (`npx wrangler login`) and internet access.
+# Refuses a /v1 left open to anyone unless asked: `make deploy CONFIRM_PUBLIC_V1=yes`.
 deploy: setup
-	$(BIN)/python devtools/check_config.py wrangler.toml
+	CONFIRM_PUBLIC_V1=$(CONFIRM_PUBLIC_V1) $(BIN)/python devtools/check_config.py --deploy wrangler.toml
 	$(BIN)/pywrangler deploy
 
 clean:

@@ -184,7 +184,14 @@ def parse_args(argv: list[str] | None, parser: argparse.ArgumentParser | None = 
             parser.error(f"--var takes KEY:VALUE, got {item!r}")
     if args.rate_limit is not None and args.rate_limit < 0:
         parser.error(f"--rate-limit takes a count of 0 or more, got {args.rate_limit}")
+    # Local work is as open as it always was: wrangler.toml's "false" closes /v1's chat routes
+    # of a deployed Worker without AUTH_TOKEN; `--var OPENAI_API_PUBLIC:false` brings that back.
+    if not any(item.partition(":")[0] == LOCAL_PUBLIC for item in args.var):
+        args.var.insert(0, f"{LOCAL_PUBLIC}:true")
     return args
+
+
+LOCAL_PUBLIC = "OPENAI_API_PUBLIC"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -58,6 +58,9 @@ class Config:
     resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
     ai_gateway_id: str | None = None  # AI_GATEWAY_ID: every model call goes through this gateway
     vision_model: str | None = None  # VISION_MODEL: what answers a turn with images when no model is named
+    # OPENAI_API_PUBLIC: without AUTH_TOKEN, /v1's chat routes serve anyone only when this is
+    # "true" (the local launchers set it); a deployed Worker fails closed (routes.OWNER_ONLY).
+    openai_api_public: bool = False
 
     @property
     def timeouts(self) -> Timeouts:
@@ -149,6 +152,7 @@ class Config:
             resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
             ai_gateway_id=text("AI_GATEWAY_ID", "").strip() or None,
             vision_model=text("VISION_MODEL", "").strip() or None,
+            openai_api_public=choice("OPENAI_API_PUBLIC", {"false": False, "true": True}, "false"),
         )
         if config.padding > MAX_PADDING:
             raise ConfigError(f"PADDING must be at most {MAX_PADDING}, got {config.padding}")

@@ -15,7 +15,8 @@ from chat.web.routes import ROUTES, Admitted, admit, authorize, error_renderer, 
 from sse import ERROR_CODES, ERROR_MESSAGES, NDJSONEncoder, SSEEncoder, UIMessageStreamEncoder
 
 WORKER = "https://w.example.dev"
-CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash", openai_api_public=True)  # as the local launchers run it
+CLOSED = Config(model="@cf/zai-org/glm-4.7-flash")  # as wrangler.toml deploys it, without AUTH_TOKEN
 LOCKED = Config(model="@cf/zai-org/glm-4.7-flash", auth_token="s3cret", allowed_origins=("https://app.example",))
 
 
@@ -158,6 +159,31 @@ def test_auth_takes_only_the_configured_bearer_token(authorization, ok):
     with pytest.raises(ApiError) as caught:
         authorize(authorization, LOCKED)
     assert (caught.value.status, caught.value.code, caught.value.headers) == (401, "unauthorized", {"www-authenticate": "Bearer"})
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/responses"])
+def test_without_a_token_or_its_public_var_v1s_chat_routes_are_closed_and_say_what_to_set(path):
+    error = refusal("POST", path, CLOSED, authorization="Bearer anything")
+    assert (error.status, error.code, error.headers) == (401, "unauthorized", {"www-authenticate": "Bearer"})
+    assert "AUTH_TOKEN" in error.message and 'OPENAI_API_PUBLIC = "true"' in error.message
+    assert isinstance(admitted("POST", path, CONFIG), Admitted)  # the var opens them
+    token_only = Config(model=CLOSED.model, auth_token="s3cret")
+    assert isinstance(admitted("POST", path, token_only, authorization="Bearer s3cret"), Admitted)  # so does the token
+    assert isinstance(admitted("OPTIONS", path, CLOSED), Reply)  # a preflight is answered before
+
+
+@pytest.mark.parametrize("path", ["/v1/models", "/api/chat", "/api/ui-chat", "/api/chat/raw"])
+def test_the_pages_routes_and_the_model_list_stay_open_without_a_token(path):
+    method = "GET" if path == "/v1/models" else "POST"
+    assert isinstance(admitted(method, path, CLOSED), Admitted)
+
+
+def test_the_public_var_is_read_as_true_or_false_only():
+    read = {"MODEL": "@cf/zai-org/glm-4.7-flash"}
+    assert Config.from_env(read.get).openai_api_public is False
+    assert Config.from_env({**read, "OPENAI_API_PUBLIC": "TRUE"}.get).openai_api_public is True
+    with pytest.raises(ConfigError):
+        Config.from_env({**read, "OPENAI_API_PUBLIC": "yes"}.get)
 
 
 def test_without_a_configured_token_any_authorization_is_accepted_and_none_is_the_key():

@@ -50,3 +50,20 @@ def test_the_config_check_before_a_deploy_refuses_a_retired_model(tmp_path: Path
     assert "llama-3.1-8b-instruct" in text
     retired.write_text(text)
     assert main([str(retired)]) == 1
+
+
+def test_the_deploy_check_names_the_open_surfaces_and_deploy_refuses_an_open_v1_unless_asked(tmp_path: Path):
+    check = [str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "devtools" / "check_config.py")]
+    closed = subprocess.run([*check, "--deploy", str(ROOT / "wrangler.toml")], capture_output=True, text=True, timeout=60)
+    assert closed.returncode == 0 and "/v1/chat/completions, /v1/responses: closed, 401" in closed.stdout
+    assert "cannot read secrets" in closed.stdout
+    opened = tmp_path / "wrangler.toml"
+    opened.write_text((ROOT / "wrangler.toml").read_text().replace('OPENAI_API_PUBLIC = "false"', 'OPENAI_API_PUBLIC = "true"'))
+    plain = subprocess.run([*check, str(opened)], capture_output=True, text=True, timeout=60)
+    assert plain.returncode == 0 and "OPEN to anyone" in plain.stdout  # deploy-check says so, and passes
+    environment = {key: value for key, value in os.environ.items() if key != "CONFIRM_PUBLIC_V1"}
+    refused = subprocess.run([*check, "--deploy", str(opened)], capture_output=True, text=True, timeout=60, env=environment)
+    assert refused.returncode == 1 and "CONFIRM_PUBLIC_V1=yes" in refused.stderr
+    asked = subprocess.run([*check, "--deploy", str(opened)], capture_output=True, text=True, timeout=60,
+                           env={**environment, "CONFIRM_PUBLIC_V1": "yes"})
+    assert asked.returncode == 0

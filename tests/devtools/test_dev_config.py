@@ -63,3 +63,11 @@ def test_an_unknown_ai_quirk_stops_the_launcher_at_start_up_naming_it_and_the_kn
     assert stopped.value.code == 2
     error = capsys.readouterr().err
     assert "--ai-quirks: unknown quirk 'nope'; known: numbers, error_midway, finish_alias" in error
+
+
+def test_the_launchers_open_v1_unless_told_otherwise():
+    # wrangler.toml deploys /v1's chat routes closed without AUTH_TOKEN; local work stays open.
+    assert "OPENAI_API_PUBLIC:true" in parse_args([]).var
+    assert [item for item in parse_args(["--var", "OPENAI_API_PUBLIC:false"]).var if item.startswith("OPENAI_API_PUBLIC")] == \
+        ["OPENAI_API_PUBLIC:false"]
+    assert tomllib.loads((ROOT / "wrangler.toml").read_text())["vars"]["OPENAI_API_PUBLIC"] == "false"

@@ -46,7 +46,9 @@ def test_the_config_carries_wrangler_tomls_flags_vars_and_the_development_flag()
     for flag in [*PRODUCTION["compatibility_flags"], "python_workers_development"]:
         assert capnp_string(flag) in text
     assert f"compatibilityDate = {capnp_string(PRODUCTION['compatibility_date'])}" in text
-    for key, value in PRODUCTION["vars"].items():
+    # The launchers open /v1 locally (OPENAI_API_PUBLIC, wrangler.toml's "false" otherwise).
+    local = {**PRODUCTION["vars"], "OPENAI_API_PUBLIC": "true"}
+    for key, value in local.items():
         assert f"(name = {capnp_string(key)}, text = {capnp_string(value)})" in text
     assert '(name = "AI", service = "workers-ai-emulator")' in text
     assert '(name = "RATE_LIMITER", wrapped = (moduleName = "rate-limiter:binding"' in text

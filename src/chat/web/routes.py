@@ -29,7 +29,7 @@ class Route:
     `name` is the `route` of its log lines; `handler` names its function in
     chat.app.handlers (None: answered here, before the configuration is read). A route
     that `spends_budget` starts inference: each request spends one unit of its client's
-    rate-limit budget before its body is read.
+    rate-limit budget before its body is read. A route with a `public_var` fails closed.
     """
 
     name: str
@@ -37,6 +37,9 @@ class Route:
     methods: tuple[str, ...]
     handler: str | None
     spends_budget: bool = False
+    # Without AUTH_TOKEN, served only when this [vars] entry (its name ends in _PUBLIC) is
+    # "true": an API whose clients are programs is never open by accident (docs/deploying.md).
+    public_var: str | None = None
 
     @property
     def errors(self) -> ErrorRenderer:
@@ -56,8 +59,11 @@ ROUTES: tuple[Route, ...] = (
     Route(name="ui-chat", path="/api/ui-chat", methods=("POST",), handler="ui_chat", spends_budget=True),
     Route(name="chat-stream", path=f"/api/chat/streams/{ID}", methods=("GET", "DELETE"), handler="stream_reader"),
     Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="stream_reader"),
-    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True),
-    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True),
+    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
+          public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
+          public_var="OPENAI_API_PUBLIC"),
+    # Open: the chat page reads it, and it names only the models.
     Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models"),
 )
 
@@ -131,7 +137,16 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
         return exchange.reply(None, 204, http.preflight_headers(origin, route.allowed, request.header("access-control-request-headers")))
     if request.method not in route.methods:
         raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.", headers={"allow": route.allowed})
-    return Admitted(route=route, config=config, token=authorize(request.header("authorization"), config), key=found.key)
+    token = authorize(request.header("authorization"), config)
+    if token is None and route.public_var is not None and not _is_public(route.public_var, config):
+        raise ApiError("unauthorized", f"This API is closed: the Worker's operator has set neither the AUTH_TOKEN secret nor "
+                       f'{route.public_var} = "true" in [vars].', headers={"www-authenticate": "Bearer"})
+    return Admitted(route=route, config=config, token=token, key=found.key)
+
+
+def _is_public(variable: str, config: Config) -> bool:
+    # The *_PUBLIC entries Config reads, by name.
+    return {"OPENAI_API_PUBLIC": config.openai_api_public}[variable]
 
 
 def authorize(authorization: str | None, config: Config) -> str | None:

@@ -6,6 +6,7 @@ import json
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sse import (
@@ -199,3 +200,19 @@ def openai_event(
         f'data: {{"id":"{id}","object":"chat.completion.chunk","created":{created},"model":"{model}",'
         f'"choices":[{{"index":0,"delta":{{"{field}":"{body}"}},"logprobs":null,"finish_reason":null}}]{usage}}}\n\n'
     )
+
+
+def measured_alone(module: str, function: str) -> Any:
+    """What `module.function()` returns (JSON), run in a fresh interpreter: tracemalloc
+    counts every thread of a process, and a pytest-xdist worker that ran runtime tests before
+    still has their log readers allocating beside the code measured (two CI runs failed on
+    the few KiB they added)."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    code = f"import json; from {module} import {function}; print(json.dumps({function}()))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=root, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import sse
 from sse import Reframer
-from tests.sse.support import feed, protocol_events, sent
+from tests.sse.support import feed, measured_alone, protocol_events, sent
 
 CAP = 4096
 BIG_CAP = 1 << 16
@@ -62,21 +62,27 @@ def fed(reframer: Reframer, chunks: Iterable[str]) -> tuple[str, int]:
     return ending, peak
 
 
-def test_a_line_that_never_ends_is_dropped_at_the_line_cap_not_held_to_the_end():
+def endless_line() -> tuple[str, int]:
     # The event cap far above: only the line cap may bound this.
     reframer = Reframer(request_id="r", model="m", max_line_bytes=BIG_CAP, max_event_chars=1 << 24, rng=random.Random(1))
     reframer.start()
-    endless_line = ["data: "] + ["y" * 1000] * 4000  # 4 MB and no line end
-    ending, peak = fed(reframer, endless_line)
+    return fed(reframer, ["data: "] + ["y" * 1000] * 4000)  # 4 MB and no line end
+
+
+def test_a_line_that_never_ends_is_dropped_at_the_line_cap_not_held_to_the_end():
+    ending, peak = measured_alone("tests.sse.test_sse_memory_bound", "endless_line")
     assert peak < 4 * BIG_CAP, f"{peak} bytes held for a line capped at {BIG_CAP}"
     assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
 
 
-def test_an_event_that_never_ends_is_dropped_at_the_event_cap_not_held_to_the_end():
+def endless_event() -> tuple[str, int]:
     reframer = Reframer(request_id="r", model="m", max_event_chars=BIG_CAP, rng=random.Random(1))
     reframer.start()
-    endless_event = ["data: " + "y" * 994 + "\n"] * 4000  # 4 MB of lines and no blank line
-    ending, peak = fed(reframer, endless_event)
+    return fed(reframer, ["data: " + "y" * 994 + "\n"] * 4000)  # 4 MB of lines and no blank line
+
+
+def test_an_event_that_never_ends_is_dropped_at_the_event_cap_not_held_to_the_end():
+    ending, peak = measured_alone("tests.sse.test_sse_memory_bound", "endless_event")
     assert peak < 4 * BIG_CAP, f"{peak} bytes held for an event capped at {BIG_CAP} characters"
     assert protocol_events(ending)[-1][1]["code"] == "upstream_malformed"
 

@@ -189,7 +189,9 @@ def models_sized(models: Sequence[str], messages: Sequence[Message], config: Con
         raise invalid_request(f"{field}: {len(messages)} messages of {chars} characters in all; {first} takes at most "
                               f"{config.messages_for(first)} messages and {config.input_chars_for(first)} characters "
                               "(sized to its context window).", param=field)
-    return tuple(model for model in models if fits(model))
+    able = [model for model in models if fits(model)]
+    # The same tuple when every model fits (the commonest case): no new one per request.
+    return tuple(models) if len(able) == len(models) else tuple(able)
 
 
 def checked_model_choice(model: Any, config: Config) -> tuple[str, ...]:

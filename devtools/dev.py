@@ -186,6 +186,10 @@ def parse_args(argv: list[str] | None, parser: argparse.ArgumentParser | None = 
         parser.error(f"--rate-limit takes a count of 0 or more, got {args.rate_limit}")
     # Local work is as open as it always was: wrangler.toml's "false" closes /v1's chat routes
     # of a deployed Worker without AUTH_TOKEN; `--var OPENAI_API_PUBLIC:false` brings that back.
+    for item in args.var:
+        key = item.partition(":")[0]
+        if key != LOCAL_PUBLIC and key.strip().upper() == LOCAL_PUBLIC:
+            parser.error(f"--var {key!r}: the variable is {LOCAL_PUBLIC}, spelled exactly (else /v1 would stay open)")
     if not any(item.partition(":")[0] == LOCAL_PUBLIC for item in args.var):
         args.var.insert(0, f"{LOCAL_PUBLIC}:true")
     return args

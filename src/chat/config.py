@@ -59,7 +59,7 @@ class Config:
     ai_gateway_id: str | None = None  # AI_GATEWAY_ID: every model call goes through this gateway
     vision_model: str | None = None  # VISION_MODEL: what answers a turn with images when no model is named
     # OPENAI_API_PUBLIC: without AUTH_TOKEN, /v1's chat routes serve anyone only when this is
-    # "true" (the local launchers set it); a deployed Worker fails closed (routes.OWNER_ONLY).
+    # "true" (the local launchers set it); a deployed Worker fails closed (Route.public_var).
     openai_api_public: bool = False
 
     @property

@@ -71,3 +71,10 @@ def test_the_launchers_open_v1_unless_told_otherwise():
     assert [item for item in parse_args(["--var", "OPENAI_API_PUBLIC:false"]).var if item.startswith("OPENAI_API_PUBLIC")] == \
         ["OPENAI_API_PUBLIC:false"]
     assert tomllib.loads((ROOT / "wrangler.toml").read_text())["vars"]["OPENAI_API_PUBLIC"] == "false"
+
+
+@pytest.mark.parametrize("key", [" OPENAI_API_PUBLIC", "OPENAI_API_PUBLIC ", "openai_api_public"])
+def test_a_misspelt_public_var_is_refused_rather_than_leaving_v1_open(key, capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--var", f"{key}:false"])
+    assert "spelled exactly" in capsys.readouterr().err

@@ -84,6 +84,16 @@ function lastUserContent(messages) {
   return "";
 }
 
+// The conversation the model was sent, one `role: text` line a message (a call's name for
+// its text, when it has none): a `transcript` step sends it, so a test can see the history
+// the Worker rebuilt (a stored response's, continued by previous_response_id).
+function transcript(messages) {
+  return messages.map((message) => {
+    const calls = (message?.tool_calls ?? []).map((call) => `call ${call?.function?.name}`).join(", ");
+    return `${message?.role}: ${contentText(message?.content) || calls}`;
+  }).join("\n");
+}
+
 // A message's text: a string, or the text parts of a content array joined by newlines (as
 // the Worker joins a list of text parts it sends as a string, chat/api/validation.py), so a
 // text reads the same whichever way it came; image parts carry none.
@@ -1134,6 +1144,7 @@ async function* scriptedChunks(inputs, script, model, env) {
     else if (step.repeat !== undefined) for (let i = 0; i < step.repeat; i++) yield encoder.encode(step.send);
     else if (step.send !== undefined) yield encoder.encode(step.send);
     else if (step.echo) yield sseFrame({ response: lastUserContent(inputs.messages ?? []), p: "" });
+    else if (step.transcript) yield sseFrame({ response: transcript(inputs.messages ?? []), p: "" });
     else if (step.error !== undefined) throw new ScriptedStreamError(step.error);
     else if (step.held !== undefined) await untilReleased(env, step.held);
     else if (step.hang) for (;;) await sleep(60_000); // a timer stays pending: workerd would cancel a bare never-resolving promise

@@ -32,7 +32,15 @@ from ._parser import EventReader, EventStreamParser
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._reframer import CUT_SHORT_REASONS, Reframer
 from ._replay import MAX_EVENT_ID_DIGITS, EventNumberer, ReplayFormat, ReplayWriter, StoredEvent, parse_event_id
-from ._responses_encoder import MAX_HELD_ANSWER_CHARS, MAX_OUTPUT_ITEMS, ResponsesEncoder, responses_usage
+from ._responses_encoder import (
+    MAX_HELD_ANSWER_CHARS,
+    MAX_OUTPUT_ITEMS,
+    MAX_STORED_ANSWER_CHARS,
+    MAX_STORED_EVENT_BYTES,
+    MAX_STORED_HEAD_BYTES,
+    ResponsesEncoder,
+    responses_usage,
+)
 from ._tool_calls import MAX_TOOL_ARGUMENT_CHARS, MAX_TOOL_CALL_CHARS, MAX_TOOL_CALLS
 from ._ui_encoder import UI_MESSAGE_STREAM_HEADER, UIMessageStreamEncoder
 from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_code
@@ -64,6 +72,9 @@ __all__ = [
     "MAX_EVENT_ID_DIGITS",
     "MAX_HELD_ANSWER_CHARS",
     "MAX_OUTPUT_ITEMS",
+    "MAX_STORED_ANSWER_CHARS",
+    "MAX_STORED_EVENT_BYTES",
+    "MAX_STORED_HEAD_BYTES",
     "MAX_JSON_DEPTH",
     "NDJSONEncoder",
     "OpenAIChunkEncoder",

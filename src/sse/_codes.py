@@ -44,6 +44,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="not_found", status=404, message="There is nothing at this path."),
     ErrorCode(code="model_not_found", status=404, message="This model is not served here."),
     ErrorCode(code="stream_not_found", status=404, message="There is no answer with this id, or it has expired."),
+    ErrorCode(code="response_not_found", status=404, message="There is no stored response with this id, or it has expired."),
     ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
     ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
     ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),
@@ -77,6 +78,10 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="abandoned", status=408, message="Nobody was reading the answer, so it was stopped.", in_stream=True),
     ErrorCode(code="interrupted", status=503, message="The server restarted before the answer was complete.", in_stream=True),
     ErrorCode(code="expired", status=410, message="The answer expired before this reader had read all of it.", in_stream=True),
+    # Stored responses of /v1/responses (docs/openai.md, "Stored and background responses").
+    ErrorCode(code="cancelled", status=409, message="The response was cancelled by its client.", in_stream=True),
+    ErrorCode(code="deleted", status=410, message="The response was deleted by its client.", in_stream=True),
+    ErrorCode(code="background_time_limit", status=504, message="The background response ran past its time limit.", in_stream=True),
     # The Worker itself.
     ErrorCode(code="internal_error", status=500, message="Something went wrong on our side.", in_stream=True),
 )

@@ -20,8 +20,9 @@ class FrameNumberer:
 
     Raises what EventNumberer raises (sse.SSEError) for a frame over its caps."""
 
-    def __init__(self, last_id: int = 0) -> None:
+    def __init__(self, last_id: int = 0, *, max_event_bytes: int = 0) -> None:
         self.last_id = last_id
+        self._max_event_bytes = max_event_bytes  # EventNumberer's
         # The general numberer, while a chunk has left a frame unfinished (or for every
         # chunk not in our encoders' shape); None at a frame boundary.
         self._general: EventNumberer | None = None
@@ -65,7 +66,7 @@ class FrameNumberer:
     def _number_in_general(self, chunk: str | bytes) -> list[StoredEvent]:
         general = self._general
         if general is None:
-            general = self._general = EventNumberer(last_id=self.last_id)
+            general = self._general = EventNumberer(last_id=self.last_id, max_event_bytes=self._max_event_bytes)
             if self._started:
                 # Not the stream's start: a byte-order mark is stripped only there, and a
                 # blank line (which dispatches nothing) is what tells the parser so.

@@ -53,13 +53,14 @@ class EventNumberer:
     event; pings and other comments are dropped. Frames are complete when the Reframer
     returns them, so nothing is held across calls."""
 
-    def __init__(self, last_id: int = 0) -> None:
+    def __init__(self, last_id: int = 0, *, max_event_bytes: int = 0) -> None:
         # Our own frames, not upstream input: one upstream event at its caps becomes a
         # frame a little longer (the JSON around the text, the padding), so these caps
-        # are the upstream's with room for that, or a whole tool call's frame, if longer.
+        # are the upstream's with room for that, or a whole tool call's frame, if longer,
+        # or `max_event_bytes` if it is larger still (a stored response's whole output).
         self._parser = EventStreamParser(
-            max_line_bytes=max(OWN_FRAME_GROWTH * DEFAULT_MAX_LINE_BYTES, MAX_TOOL_FRAME_BYTES),
-            max_event_chars=max(OWN_FRAME_GROWTH * DEFAULT_MAX_EVENT_CHARS, MAX_TOOL_FRAME_BYTES),
+            max_line_bytes=max(OWN_FRAME_GROWTH * DEFAULT_MAX_LINE_BYTES, MAX_TOOL_FRAME_BYTES, max_event_bytes),
+            max_event_chars=max(OWN_FRAME_GROWTH * DEFAULT_MAX_EVENT_CHARS, MAX_TOOL_FRAME_BYTES, max_event_bytes),
         )
         self._last_id = last_id
 

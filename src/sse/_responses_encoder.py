@@ -39,13 +39,25 @@ from ._encoders import Encoder, _dumps
 from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._openai_encoder import JSON_TYPE, SKIPPED_FIELD, openai_error, openai_finish_reason
 
-__all__ = ["MAX_HELD_ANSWER_CHARS", "MAX_OUTPUT_ITEMS", "ResponsesEncoder", "responses_usage"]
+__all__ = [
+    "MAX_HELD_ANSWER_CHARS", "MAX_OUTPUT_ITEMS", "MAX_STORED_ANSWER_CHARS", "MAX_STORED_EVENT_BYTES", "MAX_STORED_HEAD_BYTES",
+    "ResponsesEncoder", "responses_usage",
+]
 
 # What a response may hold before it ends `failed` with `upstream_malformed`: the answer's
 # text and reasoning (as a collected answer, chat.stream.collect), and its output items
 # (an item each time the model switches between thinking and answering, and one a call).
 MAX_HELD_ANSWER_CHARS = 1 << 20
 MAX_OUTPUT_ITEMS = 512
+# A stored response's events are rows of a Durable Object's SQLite database, which holds at
+# most 2 MB per string or row (developers.cloudflare.com/durable-objects/platform/limits/,
+# checked 2026-12-01), and its terminal event repeats the whole output and the head (the
+# request's instructions and tools). So a stored response holds at most a quarter of
+# MAX_HELD_ANSWER_CHARS (at most 1 MiB in UTF-8), and its head at most 256 KiB: its largest
+# event stays under MAX_STORED_EVENT_BYTES, which the object's numbering allows.
+MAX_STORED_ANSWER_CHARS = 1 << 18
+MAX_STORED_HEAD_BYTES = 1 << 18
+MAX_STORED_EVENT_BYTES = 3 << 19
 
 # Finish reasons that end a response `incomplete`, and the reason OpenAI gives for each.
 _INCOMPLETE = {"length": "max_output_tokens", "content_filter": "content_filter"}
@@ -110,7 +122,8 @@ class ResponsesEncoder(Encoder):
 
     def __init__(self, *, created_at: int, response: Mapping[str, Any], streamed: bool = True,
                  names: Mapping[str, tuple[str, str]] | None = None, max_tokens: int | None = None,
-                 reasoning_summary: bool = False) -> None:
+                 reasoning_summary: bool = False, response_id: str | None = None, background: bool = False,
+                 max_held_chars: int = MAX_HELD_ANSWER_CHARS) -> None:
         self.content_type = "text/event-stream; charset=utf-8" if streamed else JSON_TYPE
         self._streamed = streamed
         self._created_at = created_at
@@ -120,6 +133,9 @@ class ResponsesEncoder(Encoder):
         # The reasoning's part: its type, and the event names and index field of its text.
         self._thinking = ("summary_text", "response.reasoning_summary", "summary_index") if reasoning_summary else \
             ("reasoning_text", "response.reasoning", "content_index")
+        self._given_id = response_id  # a stored response's (its Durable Object's); else "resp_" + the request id
+        self._background = background
+        self._max_held_chars = max_held_chars
         self._id = ""
         self._model = ""
         self._sequence = 0
@@ -136,16 +152,36 @@ class ResponsesEncoder(Encoder):
 
     @property
     def full(self) -> bool:
-        return self._held > MAX_HELD_ANSWER_CHARS or len(self._items) > MAX_OUTPUT_ITEMS
+        return self._held > self._max_held_chars or len(self._items) > MAX_OUTPUT_ITEMS
 
     # --- the frames -----------------------------------------------------------------------
 
-    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
-        self._id = "resp_" + request_id
+    @staticmethod
+    def resumed(head: Mapping[str, Any], *, sequence: int) -> ResponsesEncoder:
+        """An encoder that goes on after a stored response's `sequence` events: it writes
+        the terminal of a reader cut off from it (`error`). `head` is the Response object
+        as `head` gave it."""
+        fields = dict(head)
+        encoder = ResponsesEncoder(created_at=int(fields.pop("created_at")), response={})
+        encoder._id, encoder._model = str(fields.pop("id")), str(fields.pop("model"))
+        encoder._background = bool(fields.pop("background", False))
+        for generated in ("object", "status", "error", "incomplete_details", "output", "usage"):
+            fields.pop(generated, None)
+        encoder._echo = fields
+        encoder._sequence = sequence
+        return encoder
+
+    def head(self, *, request_id: str, model: str) -> dict[str, Any]:
+        """The Response object as it starts (`in_progress`, no output yet): what a stored
+        response is until it ends."""
+        self._id = self._given_id or "resp_" + request_id
         self._model = model
+        return self._response("in_progress")
+
+    def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
+        response = self.head(request_id=request_id, model=model)
         if not self._streamed:
             return ""
-        response = self._response("in_progress")
         return self._event("response.created", {"response": response}) + self._event("response.in_progress", {"response": response})
 
     def delta(self, text: str, padding: str) -> str:
@@ -241,8 +277,12 @@ class ResponsesEncoder(Encoder):
         failure = openai_error(code, message)
         overloaded = code in ERROR_CODES and ERROR_CODES[code].status == 429
         described = {"code": "rate_limit_exceeded" if overloaded else "server_error", "message": f"{message} ({code}, request {request_id})"}
+        # A cancelled response is not a failed one: its status says so, and it has no error.
+        # OpenAI's stream has no event of its own for it; `response.failed` is the terminal
+        # every client ends on (docs/openai.md, "Stored and background responses").
+        ended = self._response("cancelled") if code == "cancelled" else self._response("failed", error=described)
         return (self._event("error", {"code": code, "message": message, "param": None, **failure})
-                + self._event("response.failed", {"response": self._response("failed", error=described)}))
+                + self._event("response.failed", {"response": ended}))
 
     # --- items ------------------------------------------------------------------------------
 
@@ -345,7 +385,7 @@ class ResponsesEncoder(Encoder):
         output = [] if status == "in_progress" else [self._item(item) for item in self._items]
         return {
             "id": self._id, "object": "response", "created_at": self._created_at, "status": status,
-            "background": False, "error": error, "incomplete_details": None if incomplete is None else {"reason": incomplete},
+            "background": self._background, "error": error, "incomplete_details": None if incomplete is None else {"reason": incomplete},
             "model": self._model, "output": output, "usage": usage, **self._echo,
         }
 

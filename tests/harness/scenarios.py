@@ -82,6 +82,12 @@ def echo() -> Step:
     return {"echo": True}
 
 
+def transcript() -> Step:
+    """A Workers AI frame carrying the conversation the model was sent: one `role: text`
+    line a message (`call <name>` for an assistant's calls without text)."""
+    return {"transcript": True}
+
+
 def quirk(name: str, /, **fields: Any) -> Step:
     """One chunk in a shape a real upstream sends (ai_emulator/emulator.js QUIRK_STEPS names
     each one's source). OpenAI-style chunks are framed as Workers AI's, compact:

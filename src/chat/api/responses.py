@@ -12,7 +12,12 @@ are offered as `<namespace>__<name>`, and the model's calls of them go back to t
 with `namespace` and `name` apart. Hosted tools (web search, file search, ...) run on
 OpenAI's servers: they are left out and documented, so a client that offers one (Codex
 CLI offers web search) is still answered. What the Worker cannot do and a client would
-rely on (stored responses, background mode, truncation) is a 400 naming the field.
+rely on (conversations, prompt templates, truncation) is a 400 naming the field.
+
+`store: true` keeps the response, and `background: true` runs it without its client, in
+a Durable Object (chat.resumable). `previous_response_id` is resolved before these checks:
+the stored input and output come first in `input` (`continued`), and the whole is checked
+as one request.
 
 Checks are the chat surfaces' own (chat.api.validation, chat.api.tools); a refusal names
 the field as the client sent it (`input[3].content[1]`, `tools[2].parameters`).
@@ -20,6 +25,7 @@ the field as the client sent it (`input[3].content[1]`, `tools[2].parameters`).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -31,6 +37,7 @@ from chat.api.validation import WHITESPACE, checked_max_tokens, checked_turn
 from chat.config import Config
 from chat.turn import ChatTurn, OutputFormat
 from chat.web.errors import ApiError, invalid_request
+from sse import MAX_STORED_HEAD_BYTES
 
 MAX_METADATA_PAIRS = 16  # OpenAI's bounds on metadata
 MAX_METADATA_KEY_CHARS = 64
@@ -58,6 +65,9 @@ class ResponsesRequest:
     echo: Mapping[str, Any]
     names: Mapping[str, tuple[str, str]]
     reasoning_summary: bool  # the client asked for a summary of the reasoning
+    store: bool  # kept for RESUME_TTL_S (chat.resumable), readable by its id
+    background: bool  # runs without its client (stored)
+    input_items: list[Any]  # the input as items, what a stored response keeps for a previous_response_id
 
 
 def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
@@ -95,6 +105,12 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     top_p = payload.get("top_p")
     turn = replace(turn, options=model_options({"top_p": top_p}, turn.models[0]), cache_key=_cache_key(payload.get("prompt_cache_key")))
     stream, options = streaming(payload)
+    background = flag(payload, "background")
+    # Not stored unless asked: OpenAI stores by default, but here each stored response is a
+    # Durable Object's storage, and the clients that rely on one say so (docs/openai.md).
+    store = flag(payload, "store") or background
+    if background and payload.get("store") is False:
+        raise invalid_request("background: a background response is stored; store must not be false.", param="background")
     summary = _summary(reasoning)
     # What the Response repeats of the request: only what was checked, in OpenAI's shapes
     # (the SDKs validate it), and the tools as the model was offered them.
@@ -105,19 +121,25 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         "tools": _echoed_tools(turn.tool_inputs.get("tools", []), names, namespaces),
         "text": {"format": {"type": "text"} if turn.output is None else _echoed_format(turn.output)},
         "reasoning": {"effort": turn.reasoning_effort, "summary": (reasoning or {}).get("summary") if summary else None},
-        "store": False, "truncation": "disabled",
+        "store": store, "truncation": "disabled",
     }
+    if store:
+        head = len(json.dumps(echo, ensure_ascii=False).encode())
+        if head > MAX_STORED_HEAD_BYTES:
+            # Every event that carries the Response object repeats them (sse.MAX_STORED_HEAD_BYTES).
+            raise invalid_request(f"store: a stored response keeps its instructions, tools and metadata in {MAX_STORED_HEAD_BYTES} "
+                                  f"bytes at most; this request's take {head}. Send it with store: false.", param="store")
     return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options, "include_obfuscation", "stream_options.", default=True),
-                            echo=echo, names=names, reasoning_summary=summary)
+                            echo=echo, names=names, reasoning_summary=summary, store=store, background=background,
+                            input_items=_input_items(payload["input"]))
 
 
 def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
     if payload.get("previous_response_id") is not None:
-        raise ApiError("previous_response_not_found", "previous_response_id: this Worker keeps no responses yet; send the "
-                       "whole conversation in input.", param="previous_response_id")
+        # The Worker resolves it first (`continued`): one left here was never looked up.
+        raise ApiError("previous_response_not_found", param="previous_response_id")
     for field, reason in (
-        ("background", "background responses need stored responses, which this Worker does not keep yet"),
-        ("conversation", "conversations are not kept here; send the whole conversation in input"),
+        ("conversation", "conversations are not kept here; send the whole conversation in input, or use previous_response_id"),
         ("prompt", "prompt templates are not kept here; send instructions and input"),
     ):
         value = payload.get(field)
@@ -127,7 +149,7 @@ def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
     if truncation is not None and truncation != "disabled":
         raise invalid_request('truncation: only "disabled" is supported here; the Worker never drops part of a conversation.',
                               param="truncation")
-    for field in ("store",):
+    for field in ("store", "background"):
         value = payload.get(field)
         if value is not None and not isinstance(value, bool):
             raise invalid_request(f"{field} must be true or false.", param=field)
@@ -343,7 +365,8 @@ def _messages(payload: dict[str, Any], config: Config, names: Mapping[str, tuple
         elif kind == "reasoning":
             continue  # not sent back to the model (see the module's docstring)
         elif kind == "item_reference":
-            raise invalid_request(f"{at}: item references need stored responses, which this Worker does not keep yet.", param=f"{at}.type")
+            raise invalid_request(f"{at}: item references are not resolved here; send the item itself, or use previous_response_id.",
+                                  param=f"{at}.type")
         else:
             raise invalid_request(f"{at}.type: only message, function_call, function_call_output and reasoning items are taken here.",
                                   param=f"{at}.type")
@@ -466,3 +489,37 @@ def _cache_key(value: Any) -> str | None:
     if not isinstance(value, str) or not 0 < len(value) <= MAX_CACHE_KEY_CHARS:
         raise invalid_request(f"prompt_cache_key must be a string of 1 to {MAX_CACHE_KEY_CHARS} characters.", param="prompt_cache_key")
     return value
+
+
+# --- stored responses ------------------------------------------------------------------------
+
+STORED_ID_PREFIX = "resp_"
+_STORED_ID = re.compile(r"resp_([0-9a-f]{64})")
+
+
+def stored_response_key(response_id: Any) -> str | None:
+    """The Durable Object id a stored response's id names (64 hex digits after `resp_`), or
+    None for anything else: a response that was not stored, or an id never issued."""
+    found = _STORED_ID.fullmatch(response_id) if isinstance(response_id, str) else None
+    return None if found is None else found.group(1)
+
+
+def continued(payload: dict[str, Any], history: Mapping[str, Any]) -> dict[str, Any]:
+    """`payload` with its `previous_response_id` resolved: the previous response's input
+    items, then its output items that ended whole (a message, a call; reasoning is left out
+    as in any input, and an item a cut fell in is not history), then this request's input.
+    Its `instructions` are not carried over, as on OpenAI's API."""
+    earlier = [item for item in history["response"].get("output") or []
+               if isinstance(item, dict) and item.get("status") == "completed" and item.get("type") in ("message", "function_call")]
+    merged = dict(payload)
+    del merged["previous_response_id"]
+    if isinstance(payload.get("input"), str | list):  # anything else is refused as it was sent
+        merged["input"] = [*history["input"], *earlier, *_input_items(payload["input"])]
+    return merged
+
+
+def _input_items(items: Any) -> list[Any]:
+    # A string input is one user message, as `_messages` reads it.
+    if isinstance(items, str):
+        return [{"type": "message", "role": "user", "content": items}]
+    return list(items) if isinstance(items, list) else []

@@ -14,7 +14,7 @@ from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
-from chat.api.responses import validate_responses
+from chat.api.responses import ResponsesRequest, validate_responses
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
@@ -85,8 +85,10 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
     return await HANDLERS[route.name](edge, exchange, admitted)
 
 
-async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn]) -> Checked:
-    """A chat route's body, checked by `validate`. Its images' data URLs are set apart
+async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn],
+                     prepare: Callable[[Any], Awaitable[Any]] | None = None) -> Checked:
+    """A chat route's body, checked by `validate` (after `prepare`, which may add to it what
+    the Worker keeps: a stored response's history). Its images' data URLs are set apart
     before the rest is decoded (chat.api.body) and may take MAX_IMAGE_TEXT_BYTES beyond
     the body limit (Config.body_limit). The rest is held to that limit while it is cut, again before the
     turn is checked with every data URL that is not where an image is read counted in, and
@@ -106,6 +108,8 @@ async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Conf
     payload, at_images = body.restored(parse_json_body(body.rest))
     if size - at_images - body.escapes > limit:
         raise too_large
+    if prepare is not None:
+        payload = await prepare(payload)
     checked = validate(payload, config)
     if body.beside_images(size, urls_in(turn_of(checked).messages)) > limit:
         raise too_large
@@ -179,13 +183,58 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
 
 async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn)
+    owner = _owner(admitted)
+    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn,
+                               prepare=lambda payload: resumable.with_history(edge.env, payload, owner))
+    if request.store:
+        return await _stored_response(edge, exchange, admitted, request, owner)
     encoder = ResponsesEncoder(created_at=int(time.time()), response=request.echo, streamed=request.stream, names=request.names,
                                max_tokens=request.turn.max_tokens, reasoning_summary=request.reasoning_summary)
     if request.stream:
         padding = config.padding if request.obfuscation else 0
         return await _stream(edge, exchange, admitted, request.turn, encoder, padding=padding)
     return await _collected(edge, exchange, admitted, request.turn, encoder)
+
+
+async def _stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted, request: ResponsesRequest, owner: str) -> Reply:
+    """A response kept in its own Durable Object: streamed from it, read whole from it, or,
+    in the background and not streamed, its head at once."""
+    turn = request.turn
+    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name,
+                      client=_client(exchange, admitted).value)
+    first = await resumable.start_response(edge.env, request, call, request_id=exchange.request_id, created_at=int(time.time()),
+                                           owner=owner)
+    if request.stream:
+        return exchange.reply(first.body, 200, ReaderFormat.RESPONSES.headers)
+    if request.background:
+        return exchange.reply(str(await first.text()), 200, {"content-type": http.JSON_TYPE})
+    body, status = await resumable.read_whole(first.body)
+    return exchange.reply(body, status, {"content-type": http.JSON_TYPE})
+
+
+async def openai_stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """GET: a stored response (`?stream=true`: its events, from `starting_after` on); DELETE: remove it."""
+    request, owner, response_id = exchange.request, _owner(admitted), admitted.key or ""
+    if request.method == "DELETE":
+        deleted = await resumable.response_call(edge.env, response_id, "delete_response", owner)
+        return exchange.reply(str(await deleted.text()), 200, {"content-type": http.JSON_TYPE})
+    query = http.query_of(request.url)
+    stream = query.get("stream", "false")
+    if stream not in ("true", "false"):
+        raise ApiError("invalid_request", "stream must be true or false.", param="stream")
+    if stream == "false":
+        if "starting_after" in query:
+            raise ApiError("invalid_request", "starting_after is only allowed when stream is true.", param="starting_after")
+        found = await resumable.response_call(edge.env, response_id, "describe_response", owner)
+        return exchange.reply(str(await found.text()), 200, {"content-type": http.JSON_TYPE})
+    body = await resumable.read_response(edge.env, response_id, query.get("starting_after"), owner)
+    # Nothing after that sequence number, and the response has ended: an empty stream.
+    return exchange.reply(body if body is not None else "", 200, ReaderFormat.RESPONSES.headers)
+
+
+async def openai_cancel_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    cancelled = await resumable.response_call(edge.env, admitted.key or "", "cancel_response", _owner(admitted))
+    return exchange.reply(str(await cancelled.text()), 200, {"content-type": http.JSON_TYPE})
 
 
 async def _collected(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, encoder: Encoder) -> Reply:
@@ -245,6 +294,12 @@ def _log_fields(exchange: Exchange, route: str, started: Started) -> dict[str, A
     if started.gateway_log_id is not None:
         fields["gateway_log_id"] = started.gateway_log_id
     return fields
+
+
+def _owner(admitted: Admitted) -> str:
+    # Who may touch a stored response: the holder of the bearer token (its digest) when the
+    # Worker requires one, else whoever has the response's id (chat.resumable.client).
+    return "" if admitted.token is None else client_key(token=admitted.token, ip=None).value
 
 
 def _client(exchange: Exchange, admitted: Admitted) -> ClientKey:

@@ -36,6 +36,17 @@ class AnswerRow:
     serial: int
     live: bool
     ended_at: float | None = None  # wall time
+    # A stored response of /v1/responses (chat.resumable.client): the Response object as it
+    # began (JSON), whether it runs in the background, and who may touch it.
+    head: str | None = None
+    background: bool = False
+    owner: str = ""
+
+    def owned_by(self, owner: str) -> bool:
+        """Whether `owner` (chat.resumable.client, "stored responses") may touch this stored response."""
+        import hmac
+
+        return self.kind is AnswerKind.RESPONSES and hmac.compare_digest(self.owner.encode(), owner.encode())
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,6 +81,14 @@ class Tick(Enum):
     NOTHING = "nothing"
     PING = "ping"  # wake the waiting readers with a keep-alive
     ABANDON = "abandon"  # nobody has read it for the grace period: stop it with `abandoned`
+    TIME_LIMIT = "time_limit"  # a background response ran for BACKGROUND_LIMIT_S: stop it
+
+
+# How long a background response may run. Nobody needs to read it, so the grace period does
+# not end it; this does, with the idle timeout (no token for IDLE_TIMEOUT_MS), the budget
+# (max_output_tokens) and the held answer's caps. A Workers AI answer of 4,096 tokens takes
+# well under this; an operator who raises MAX_TOKENS for long work has room.
+BACKGROUND_LIMIT_S = 15 * 60
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,6 +117,7 @@ class Answer:
         self.readers = 0
         self.unread_since: float | None = None  # monotonic: when the last reader left
         self.last_ping = 0.0  # monotonic
+        self.began = 0.0  # monotonic: when this instance began the answer
         self.alarm_at: float | None = None  # wall time the alarm should be armed at
         # Serials are never reused within an instance (they restart from storage after an
         # expiry), and a reader of an answer that expired is told so, not "stopped".
@@ -106,10 +126,13 @@ class Answer:
 
     # --- the answer ------------------------------------------------------------------
 
-    def begin(self, kind: AnswerKind, request_id: str, *, now: float, mono: float) -> AnswerRow:
+    def begin(self, kind: AnswerKind, request_id: str, *, now: float, mono: float, head: str | None = None,
+              background: bool = False, owner: str = "") -> AnswerRow:
         """A new answer starts being made (the one before it, if any, was stopped)."""
         self._last_serial += 1
-        self.row = AnswerRow(kind=kind, request_id=request_id, serial=self._last_serial, live=True)
+        self.row = AnswerRow(kind=kind, request_id=request_id, serial=self._last_serial, live=True, head=head,
+                             background=background, owner=owner)
+        self.began = mono
         self.last_id = 0
         self.terminal_stored = False
         self.producing = True
@@ -229,7 +252,10 @@ class Answer:
         """The answer's one ticker, while it is made."""
         if not self.producing:
             return Tick.NOTHING
-        if self.unread_since is not None and mono - self.unread_since >= self.timing.grace_s:
+        if self.row is not None and self.row.background:
+            if mono - self.began >= BACKGROUND_LIMIT_S:
+                return Tick.TIME_LIMIT
+        elif self.unread_since is not None and mono - self.unread_since >= self.timing.grace_s:
             return Tick.ABANDON
         if mono - self.last_ping >= self.timing.ping_s:
             self.last_ping = mono

@@ -5,18 +5,20 @@ only ever hears from the Worker, through the binding, by the RPC calls of `proto
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable
 from typing import Any
 
+from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, stored_response_key
 from chat.api.validation import is_chat_id
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
-from chat.resumable.formats import ReaderFormat
-from chat.resumable.protocol import Failure, ReadOrder, StartOrder
+from chat.resumable.formats import FinalResponse, ReaderFormat
+from chat.resumable.protocol import Failure, ReadOrder, ResponseOrder, StartOrder
 from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
-from sse import parse_event_id
+from sse import MAX_EVENT_ID_DIGITS, parse_event_id
 
 
 async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, format: ReaderFormat) -> tuple[Any, dict[str, str]]:
@@ -56,7 +58,7 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
                 raise ApiError("invalid_last_event_id") from None
         order = ReadOrder(after=after, format=ReaderFormat.negotiated(accept))
         stub = namespace.get(_object_id(namespace, key))
-    response = await _received(stub.read_answer(order.after, order.format.value, order.active_only))
+    response = await _received(stub.read_answer(order.after, order.format.value, order.active_only, ""))
     # 204: the reader has every event of a finished answer (an EventSource stops there).
     return None if response.status == 204 else (response.body, order.format.headers)
 
@@ -64,6 +66,83 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
 async def stop(env: Any, key: str) -> None:
     namespace = env.CHAT_STREAMS
     await _received(namespace.get(_object_id(namespace, key)).stop_answer())
+
+
+# --- stored responses of /v1/responses ----------------------------------------------------------
+# A stored response lives in an object of its own, whose id is the response's: `resp_` and
+# the object's 64 hex digits, which nobody can guess. `owner` is who may touch it: the
+# digest of the bearer token when the Worker requires one, else "" (whoever has the id).
+
+
+async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *, request_id: str, created_at: int,
+                         owner: str) -> Any:
+    """Starts a stored response in a new object; the JS Response of its first reader
+    (the event stream) or, for a background response not streamed, of its head (JSON)."""
+    namespace = env.CHAT_STREAMS
+    object_id = namespace.newUniqueId()
+    stored = ResponseOrder(
+        response_id=STORED_ID_PREFIX + str(object_id.toString()), created_at=created_at, echo=dict(request.echo),
+        names=dict(request.names), reasoning_summary=request.reasoning_summary, obfuscation=request.obfuscation,
+        background=request.background, reader=request.stream or not request.background, owner=owner,
+        input=json.dumps(request.input_items, ensure_ascii=False),
+    )
+    order = StartOrder(request_id=request_id, format=ReaderFormat.RESPONSES, call=call, response=stored)
+    return await _received(namespace.get(object_id).begin_answer(order.to_json()))
+
+
+async def with_history(env: Any, payload: Any, owner: str) -> Any:
+    """`payload` with its `previous_response_id` resolved (chat.api.responses.continued);
+    400 previous_response_not_found for one that is not stored, or not this client's."""
+    if not isinstance(payload, dict) or payload.get("previous_response_id") is None:
+        return payload
+    stub = _response_object(env, payload["previous_response_id"], "previous_response_not_found", param="previous_response_id")
+    history = await _received(stub.response_history(owner))
+    return continued(payload, json.loads(str(await history.text())))
+
+
+async def response_call(env: Any, response_id: str, method: str, owner: str) -> Any:
+    """One of the object's calls for a stored response (describe, cancel, delete): its JS Response."""
+    stub = _response_object(env, response_id, "response_not_found")
+    return await _received(getattr(stub, method)(owner))
+
+
+async def read_response(env: Any, response_id: str, starting_after: str | None, owner: str) -> Any | None:
+    """A reader of a stored response's events after sequence number `starting_after`
+    (from the first when None); None when there are none left to send."""
+    after = 0
+    if starting_after is not None:
+        text = starting_after.strip()
+        if not (text.isascii() and text.isdigit() and len(text) < MAX_EVENT_ID_DIGITS):
+            raise ApiError("invalid_request", "starting_after must be a sequence number: a whole number, 0 or more.",
+                           param="starting_after")
+        after = int(text) + 1  # event ids count from 1, sequence numbers from 0
+    stub = _response_object(env, response_id, "response_not_found")
+    response = await _received(stub.read_answer(after, ReaderFormat.RESPONSES.value, False, owner))
+    return None if response.status == 204 else response.body
+
+
+async def read_whole(body: Any) -> tuple[str, int]:
+    """A stored response's stream read to its end (FinalResponse): the body and status of
+    its Response object, or of the error that ended it."""
+    final = FinalResponse()
+    reader = body.getReader()
+    try:
+        while not (chunk := await reader.read()).done:
+            final.feed(chunk.value.to_bytes())
+    finally:
+        reader.releaseLock()
+    return final.result()
+
+
+def _response_object(env: Any, response_id: Any, missing: str, *, param: str | None = None) -> Any:
+    namespace = env.CHAT_STREAMS
+    key = stored_response_key(response_id)
+    if key is not None:
+        try:
+            return namespace.get(namespace.idFromString(key))
+        except JsException:
+            pass  # well-formed, but not an id of this namespace
+    raise ApiError(missing, param=param)
 
 
 def _chat_object(namespace: Any, chat_id: str) -> Any:

@@ -21,6 +21,7 @@ ended.
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import time
 from collections.abc import Awaitable, Callable
@@ -35,6 +36,7 @@ from chat.output.check import answer_check
 from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
+from chat.resumable.formats import RESPONSE_TERMINALS, ReaderFormat
 from chat.resumable.live import WriteBatch
 from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
 from chat.resumable.readers import Feed, Reader
@@ -43,7 +45,7 @@ from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import start_model_stream
 from chat.web.errors import ApiError
-from sse import ERROR_MESSAGES, FrameNumberer, Reframer, StoredEvent
+from sse import MAX_STORED_EVENT_BYTES, FrameNumberer, Reframer, StoredEvent
 
 # How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
 STOP_WAIT_S = 2.0
@@ -69,13 +71,33 @@ class ChatStream(DurableObject):
         """Start the answer a StartOrder (JSON) describes; the first reader's Response."""
         return await self._answering(lambda: self._start(StartOrder.from_json(str(order))))
 
-    async def read_answer(self, after: Any, format: Any, active_only: Any) -> Any:
+    async def read_answer(self, after: Any, format: Any, active_only: Any, owner: Any = "") -> Any:
         """A reader's Response from after event `after`: its stream, 204 or a Failure."""
-        return await self._answering(lambda: self._read_now(ReadOrder.of(after, format, active_only)))
+        return await self._answering(lambda: self._read_now(ReadOrder.of(after, format, active_only, owner)))
 
     async def stop_answer(self) -> Any:
         """Stop the answer being made (204), or a Failure."""
         return await self._answering(self._stop_request)
+
+    # A stored response's calls (/v1/responses/{id}): each for its owner only, and each a
+    # 404 for anyone else, as for an id never issued.
+
+    async def describe_response(self, owner: Any) -> Any:
+        """The Response object as it stands (200, JSON), or a Failure."""
+        return await self._answering(lambda: self._described(self._response_of(owner)))
+
+    async def cancel_response(self, owner: Any) -> Any:
+        """Stops a background response (its terminal stored first); its Response object."""
+        return await self._answering(lambda: self._cancel(self._response_of(owner)))
+
+    async def delete_response(self, owner: Any) -> Any:
+        """Stops the response if it is being made, and deletes it."""
+        return await self._answering(lambda: self._delete(self._response_of(owner)))
+
+    async def response_history(self, owner: Any) -> Any:
+        """What a `previous_response_id` continues from: the stored input items and the
+        finished output (JSON), or a Failure (previous_response_not_found)."""
+        return await self._answering(lambda: self._history(owner))
 
     async def _answering(self, call: Callable[[], Awaitable[Any]]) -> Any:
         # Failures go back as values: an exception would reach the Worker as the text of
@@ -119,17 +141,28 @@ class ChatStream(DurableObject):
             # A new turn of the same chat: the answer still being made is stopped, and its
             # terminal event stored, before the new one takes the storage over.
             log("chat_resumable_stopped", request_id=answer.row.request_id if answer.row else None, reason="new_turn")
-            await self._stop_relay(self._relay)
+            await self._stop_relay(self._relay, "stopped")
         model, upstream, gateway_log_id = await start_model_stream(
             self.env.AI, order.call, config, order.request_id, self._keep_alive
         )
         self._relay = None
         answer.producer_lost()
-        row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic())
-        self._store.begin(row)
+        stored = order.response
+        padding = config.padding
+        if stored is None:
+            encoder = order.kind.encoder(order.message_id)
+            row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic())
+            self._store.begin(row)
+        else:
+            encoder = stored.encoder(order.call.inputs.get("max_tokens"))
+            head = json.dumps(encoder.head(request_id=order.request_id, model=model), ensure_ascii=False)
+            row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic(), head=head,
+                               background=stored.background, owner=stored.owner)
+            self._store.begin(row, input_text=stored.input)
+            padding = padding if stored.obfuscation else 0
         self._feed.restart()  # readers of the answer before end with `stopped`
-        reframer = Reframer(request_id=order.request_id, model=model, encoder=order.kind.encoder(order.message_id),
-                            max_padding=config.padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id,
+        reframer = Reframer(request_id=order.request_id, model=model, encoder=encoder,
+                            max_padding=padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id,
                             max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output, tools_offered=bool(order.call.inputs.get("tools"))))
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
         relay = StreamRelay(
@@ -141,9 +174,11 @@ class ChatStream(DurableObject):
         self._relay_ended = asyncio.get_event_loop().create_future()
         self._keep_alive(self._tick(relay, answer))
         sink = _Sink(stored=lambda events: self._stored(relay, events), failed=lambda problem: self._storing_failed(relay, problem),
-                     ended=lambda: self._ended(relay))
+                     ended=lambda: self._ended(relay), max_event_bytes=0 if stored is None else MAX_STORED_EVENT_BYTES)
         self._keep_alive(self._watch_pipe(relay, relay.readable().pipeTo(sink.writable())))
         self._arm(answer)
+        if stored is not None and not stored.reader:
+            return ffi.response(row.head, 200, {"content-type": "application/json"})  # it runs in the background
         return self._reader_response(answer, row, order.format, 0)
 
     async def _watch_pipe(self, relay: StreamRelay, piped: Any) -> None:
@@ -170,6 +205,10 @@ class ChatStream(DurableObject):
             elif action is Tick.ABANDON:
                 log("chat_resumable_abandoned", request_id=answer.row.request_id if answer.row else None)
                 relay.stop("abandoned")
+                return
+            elif action is Tick.TIME_LIMIT:
+                log("chat_resumable_time_limit", request_id=answer.row.request_id if answer.row else None)
+                relay.stop("background_time_limit")
                 return
 
     def _stored(self, relay: StreamRelay, events: list[StoredEvent]) -> None:
@@ -239,8 +278,7 @@ class ChatStream(DurableObject):
             self._end_row()
 
     def _store_terminal(self, answer: Answer, row: AnswerRow, code: str) -> None:
-        frame = row.kind.encoder().error(code=code, message=ERROR_MESSAGES[code], request_id=row.request_id)
-        self._deliver(answer, FrameNumberer(last_id=answer.last_id).number(frame))
+        self._deliver(answer, row.kind.cut(code, request_id=row.request_id, after=answer.last_id, head=row.head))
 
     async def _stop_request(self) -> Any:
         answer = self._state()
@@ -252,27 +290,34 @@ class ChatStream(DurableObject):
             # Answered once the model's pipe has settled and its cancel is sent, so a
             # client whose DELETE returned knows the stop is done. (The cancels once seen
             # missing locally were lost by the emulator's side of workerd: docs/limits.md.)
-            await self._stop_relay(self._relay)
+            await self._stop_relay(self._relay, "stopped")
         elif action is Stop.INTERRUPT:
             self._interrupt(answer)
         return ffi.json_response(204)
 
-    async def _stop_relay(self, relay: StreamRelay) -> None:
-        relay.stop("stopped")
+    async def _stop_relay(self, relay: StreamRelay, code: str) -> None:
+        relay.stop(code)
         await asyncio.wait({relay.settled, self._relay_ended}, timeout=STOP_WAIT_S, return_when=asyncio.ALL_COMPLETED)
 
     # --- readers -----------------------------------------------------------------------
 
     async def _read_now(self, order: ReadOrder) -> Any:
         answer = self._state()
+        responses = order.format is ReaderFormat.RESPONSES
+        if answer.row is not None and (answer.row.kind is not order.format.kind or (responses and not answer.row.owned_by(order.owner))):
+            # Another kind of answer (an id of one route read on another), or not its owner's.
+            raise ApiError("response_not_found" if responses else "stream_not_found")
         if answer.orphaned and not order.active_only:
             self._interrupt(answer)
         decision = answer.read(order.after, active_only=order.active_only)
         if decision is Read.NO_CONTENT:
             return ffi.json_response(204)
         if decision is Read.NOT_FOUND:
-            raise ApiError("stream_not_found")
+            raise ApiError("response_not_found" if responses else "stream_not_found")
         if decision is Read.INVALID_EVENT_ID:
+            if responses:
+                raise ApiError("invalid_request", f"starting_after: this response has sent {answer.last_id} events so far "
+                               f"(sequence numbers 0 to {answer.last_id - 1}).", param="starting_after")
             raise ApiError("invalid_last_event_id")
         assert answer.row is not None  # SERVE: there is an answer
         return self._reader_response(answer, answer.row, order.format, order.after)
@@ -281,6 +326,66 @@ class ChatStream(DurableObject):
         reader = Reader(answer=answer, feed=self._feed, row=row, format=format, after=after,
                         on_detach=lambda: answer.detach(mono=time.monotonic()))
         return ffi.response(reader.stream(), 200)
+
+    # --- stored responses -------------------------------------------------------------
+
+    def _response_of(self, owner: Any) -> Answer:
+        """The answer, when it is a stored response `owner` may touch (an interrupted one
+        ended first); else ApiError response_not_found."""
+        answer = self._state()
+        if not isinstance(owner, str) or answer.row is None or not answer.row.owned_by(owner):
+            raise ApiError("response_not_found")
+        if answer.orphaned:
+            self._interrupt(answer)
+        return answer
+
+    async def _described(self, answer: Answer) -> Any:
+        return ffi.response(self._object_text(answer), 200, {"content-type": "application/json"})
+
+    def _object_text(self, answer: Answer) -> str:
+        """The Response object (JSON): as it began while it is being made, else as its
+        terminal event gave it."""
+        row = answer.row
+        assert row is not None and row.head is not None
+        last = self._store.last_event() if not row.live else None
+        if last is None or last.type not in RESPONSE_TERMINALS:
+            return row.head
+        return json.dumps(json.loads(last.data)["response"], ensure_ascii=False)
+
+    async def _cancel(self, answer: Answer) -> Any:
+        row = answer.row
+        assert row is not None
+        if not row.background:
+            raise ApiError("invalid_request", "Only a response created with background: true can be cancelled.")
+        if answer.producing and self._relay is not None:
+            log("chat_resumable_stopped", request_id=row.request_id, reason="cancel")
+            await self._stop_relay(self._relay, "cancelled")
+        return await self._described(answer)  # a finished one as it finished: cancelling is idempotent
+
+    async def _delete(self, answer: Answer) -> Any:
+        row = answer.row
+        assert row is not None and row.head is not None
+        response_id = json.loads(row.head)["id"]
+        if answer.producing and self._relay is not None:
+            # Its readers get its terminal (`deleted`) before the storage goes.
+            log("chat_resumable_stopped", request_id=row.request_id, reason="delete")
+            await self._stop_relay(self._relay, "deleted")
+        await self._store.delete_all()
+        answer.expire()
+        self._feed.restart()
+        log("chat_resumable_deleted", request_id=row.request_id)
+        return ffi.json_response(200, {"id": response_id, "object": "response.deleted", "deleted": True})
+
+    async def _history(self, owner: Any) -> Any:
+        try:
+            answer = self._response_of(owner)
+        except ApiError:
+            raise ApiError("previous_response_not_found", param="previous_response_id") from None
+        if answer.row is not None and answer.row.live:
+            raise ApiError("invalid_request", "previous_response_id: that response is still in progress; continue "
+                           "from it once it has ended.", param="previous_response_id")
+        history = {"input": json.loads(self._store.input_text()), "response": json.loads(self._object_text(answer))}
+        return ffi.response(json.dumps(history, ensure_ascii=False), 200, {"content-type": "application/json"})
 
     # --- plumbing ----------------------------------------------------------------------
 
@@ -314,8 +419,8 @@ class _Sink:
     `stored` takes a list of events: a chunk as text would feed it alike."""
 
     def __init__(self, *, stored: Callable[[list[StoredEvent]], None], failed: Callable[[Exception], None],
-                 ended: Callable[[], None]) -> None:
-        self._numberer = FrameNumberer()
+                 ended: Callable[[], None], max_event_bytes: int = 0) -> None:
+        self._numberer = FrameNumberer(max_event_bytes=max_event_bytes)
         self._batch = WriteBatch()
         self._stored = stored
         self._failed = failed

@@ -1,8 +1,9 @@
 """What the Worker and its Durable Object say to each other, typed at both ends.
 
 The object is reached only through its binding, by RPC: `begin_answer(order)` with a
-StartOrder as JSON, `read_answer(after, format, active_only)` (a ReadOrder's fields) and
-`stop_answer()`. Each returns a Response: the reader's stream, a 204, or a Failure (the
+StartOrder as JSON, `read_answer(after, format, active_only, owner)` (a ReadOrder's fields)
+and `stop_answer()`; for a stored response of /v1/responses also `describe_response`,
+`cancel_response`, `delete_response` and `response_history`, each with its owner. Each returns a Response: the reader's stream, a 204, or a Failure (the
 error table's code) that the Worker raises as that ApiError. An exception raised in the
 object reaches the Worker as a JsException whose text is the object's traceback, so the
 object returns its failures instead, and that text is never passed on.
@@ -22,11 +23,53 @@ from typing import Any
 from chat.model.call import ModelCall
 from chat.resumable.formats import AnswerKind, ReaderFormat
 from chat.web.errors import ApiError
-from sse import ERROR_CODES, MAX_EVENT_ID_DIGITS
+from sse import ERROR_CODES, MAX_EVENT_ID_DIGITS, MAX_STORED_ANSWER_CHARS, ResponsesEncoder
 
 
 class MalformedOrder(ValueError):
     """A message to the object that its Worker would never send."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResponseOrder:
+    """What a stored response of /v1/responses is, besides its model call: its id, the
+    Response object's fields that repeat the request, how it streams, who owns it, and
+    its input items (JSON) for a later `previous_response_id`. `reader`: the request that
+    creates it reads it (else it runs in the background and the object's head is the
+    answer)."""
+
+    response_id: str
+    created_at: int
+    echo: dict[str, Any]
+    names: dict[str, tuple[str, str]]
+    reasoning_summary: bool
+    obfuscation: bool
+    background: bool
+    reader: bool
+    owner: str
+    input: str
+
+    def encoder(self, max_tokens: int | None) -> ResponsesEncoder:
+        return ResponsesEncoder(created_at=self.created_at, response=self.echo, names=self.names, max_tokens=max_tokens,
+                                reasoning_summary=self.reasoning_summary, response_id=self.response_id, background=self.background,
+                                max_held_chars=MAX_STORED_ANSWER_CHARS)
+
+    def as_order(self) -> dict[str, Any]:
+        return {"response_id": self.response_id, "created_at": self.created_at, "echo": self.echo,
+                "names": {name: list(pair) for name, pair in self.names.items()}, "reasoning_summary": self.reasoning_summary,
+                "obfuscation": self.obfuscation, "background": self.background, "reader": self.reader, "owner": self.owner,
+                "input": self.input}
+
+    @staticmethod
+    def from_order(order: Any) -> ResponseOrder:
+        names = {_text(name): (_text(pair[0]), _text(pair[1])) for name, pair in order["names"].items()}
+        created_at = order["created_at"]
+        if type(created_at) is not int or not isinstance(order["echo"], dict):
+            raise TypeError("created_at, echo")
+        return ResponseOrder(response_id=_text(order["response_id"]), created_at=created_at, echo=order["echo"], names=names,
+                             reasoning_summary=_flag(order["reasoning_summary"]), obfuscation=_flag(order["obfuscation"]),
+                             background=_flag(order["background"]), reader=_flag(order["reader"]), owner=_text(order["owner"]),
+                             input=_text(order["input"]))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -38,6 +81,7 @@ class StartOrder:
     call: ModelCall
     stream_id: str | None = None  # the object's id, which the answer's `meta` event names
     message_id: str | None = None  # the AI SDK message the answer continues
+    response: ResponseOrder | None = None  # a stored response (format RESPONSES)
 
     @property
     def kind(self) -> AnswerKind:
@@ -45,17 +89,23 @@ class StartOrder:
 
     def to_json(self) -> str:
         return json.dumps({"request_id": self.request_id, "format": self.format.value, "stream_id": self.stream_id,
-                           "message_id": self.message_id, "call": self.call.as_order()})
+                           "message_id": self.message_id, "call": self.call.as_order(),
+                           "response": None if self.response is None else self.response.as_order()})
 
     @staticmethod
     def from_json(text: str) -> StartOrder:
         try:
             order = json.loads(text)
-            return StartOrder(request_id=_text(order["request_id"]), format=ReaderFormat(order["format"]),
-                              stream_id=_optional_text(order.get("stream_id")), message_id=_optional_text(order.get("message_id")),
-                              call=ModelCall.from_order(order["call"]))
-        except (ValueError, KeyError, TypeError, AttributeError) as problem:
+            response = order.get("response")
+            start = StartOrder(request_id=_text(order["request_id"]), format=ReaderFormat(order["format"]),
+                               stream_id=_optional_text(order.get("stream_id")), message_id=_optional_text(order.get("message_id")),
+                               call=ModelCall.from_order(order["call"]),
+                               response=None if response is None else ResponseOrder.from_order(response))
+        except (ValueError, KeyError, TypeError, AttributeError, IndexError) as problem:
             raise MalformedOrder(type(problem).__name__) from None
+        if (start.response is None) != (start.kind is not AnswerKind.RESPONSES):
+            raise MalformedOrder("response")
+        return start
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,9 +116,10 @@ class ReadOrder:
     after: int = 0
     format: ReaderFormat = ReaderFormat.SSE
     active_only: bool = False
+    owner: str = ""  # a stored response's reader (chat.resumable.client)
 
     @staticmethod
-    def of(after: Any, format: Any, active_only: Any) -> ReadOrder:
+    def of(after: Any, format: Any, active_only: Any, owner: Any = "") -> ReadOrder:
         """The order from the values the object was called with, checked."""
         if type(after) is float and after.is_integer():
             after = int(after)  # a JS number may arrive as a float
@@ -80,7 +131,9 @@ class ReadOrder:
             reader_format = ReaderFormat(format)
         except ValueError:
             raise MalformedOrder("format") from None
-        return ReadOrder(after=after, format=reader_format, active_only=active_only)
+        if not isinstance(owner, str):
+            raise MalformedOrder("owner")
+        return ReadOrder(after=after, format=reader_format, active_only=active_only, owner=owner)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,13 +142,15 @@ class Failure:
 
     code: str
     headers: dict[str, str] = field(default_factory=dict)
+    message: str | None = None  # the object's own, more specific than the table's
+    param: str | None = None
 
     def to_json(self) -> str:
-        return json.dumps({"code": self.code, "headers": self.headers})
+        return json.dumps({"code": self.code, "headers": self.headers, "message": self.message, "param": self.param})
 
     @staticmethod
     def of(error: ApiError) -> Failure:
-        return Failure(code=error.code, headers=dict(error.headers))
+        return Failure(code=error.code, headers=dict(error.headers), message=error.message, param=error.param)
 
     @staticmethod
     def read(text: str) -> ApiError:
@@ -105,8 +160,10 @@ class Failure:
             payload = json.loads(text)
             code = payload["code"]
             headers = payload.get("headers") or {}
-            if code in ERROR_CODES and all(isinstance(v, str) for v in headers.values()):
-                return ApiError(code, headers={str(k): v for k, v in headers.items()})
+            message, param = payload.get("message"), payload.get("param")
+            if (code in ERROR_CODES and all(isinstance(v, str) for v in headers.values())
+                    and all(value is None or isinstance(value, str) for value in (message, param))):
+                return ApiError(code, message, param=param, headers={str(k): v for k, v in headers.items()})
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
         return ApiError("internal_error")
@@ -120,3 +177,9 @@ def _text(value: Any) -> str:
 
 def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
+
+
+def _flag(value: Any) -> bool:
+    if type(value) is not bool:
+        raise TypeError("not a flag")
+    return value

@@ -19,7 +19,7 @@ from chat.resumable.answer import Answer, AnswerRow
 from chat.resumable.formats import ReaderFormat
 from chat.resumable.live import MAX_QUEUED_BYTES, LiveTail, takes_push
 from chat.resumable.store import AnswerStore
-from sse import ERROR_MESSAGES, EventNumberer, StoredEvent
+from sse import StoredEvent
 
 
 class Feed:
@@ -150,8 +150,7 @@ class Reader:
     def _end(self, controller: Any, code: str | None) -> None:
         if code is not None:
             # The answer this reader was reading went away: its terminal event says so.
-            frames = self._row.kind.encoder().error(code=code, message=ERROR_MESSAGES[code], request_id=self._row.request_id)
-            events = EventNumberer(last_id=self._cursor).number(frames.encode())
+            events = self._row.kind.cut(code, request_id=self._row.request_id, after=self._cursor, head=self._row.head)
             controller.enqueue(js_bytes(self._writer.write(events).encode()))
         controller.close()
         self._release()

@@ -1,12 +1,15 @@
 """The answer's storage: the object's SQLite database, through `ctx.storage.sql` (FFI).
 
 `answer` holds one row (answer.AnswerRow); `events` one row per event, numbered from 1,
-written one statement per batch (a chunk of the relay's output).
+written one statement per batch (a chunk of the relay's output). A stored response of
+/v1/responses also has its row in `response` (its head, owner, background flag) and its
+input, for a `previous_response_id`, in `response_input`, in parts that fit a row.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from chat.resumable.answer import AnswerRow
@@ -19,6 +22,15 @@ SCHEMA = (
     " request_id TEXT NOT NULL, serial INTEGER NOT NULL, live INTEGER NOT NULL, ended_at REAL)",
     "CREATE TABLE IF NOT EXISTS events (id INTEGER PRIMARY KEY, type TEXT NOT NULL, data TEXT NOT NULL)",
 )
+# Tables of their own, so an answer table written before them needs no migration.
+RESPONSE_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS response (one INTEGER PRIMARY KEY CHECK (one = 1), head TEXT NOT NULL,"
+    " owner TEXT NOT NULL, background INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS response_input (part INTEGER PRIMARY KEY, text TEXT NOT NULL)",
+)
+# A stored input is written in parts of at most this many characters (4 bytes each at most
+# in UTF-8: under the 2 MB a string may take).
+INPUT_PART_CHARS = 400_000
 INSERT_EVENT = "INSERT INTO events (id, type, data) VALUES (?, ?, ?)"
 # A batch of events is one statement whatever its length, through one JSON parameter:
 # Durable Objects' SQLite allows at most 100 bound parameters per statement, 100 KB of
@@ -53,10 +65,13 @@ class AnswerStore:
         ended_at = row.ended_at if isinstance(row.ended_at, int | float) else None
         answer = AnswerRow(kind=AnswerKind(str(row.kind)), request_id=str(row.request_id), serial=int(row.serial),
                            live=bool(row.live), ended_at=ended_at)
+        if answer.kind is AnswerKind.RESPONSES:
+            stored = self._sql.exec("SELECT head, owner, background FROM response").one()
+            answer = replace(answer, head=str(stored.head), owner=str(stored.owner), background=bool(stored.background))
         return answer, self.last_id()
 
-    def begin(self, row: AnswerRow) -> None:
-        """The new answer's row, and no events."""
+    def begin(self, row: AnswerRow, *, input_text: str | None = None) -> None:
+        """The new answer's row, and no events; a stored response's row and `input_text`."""
         for statement in SCHEMA:
             self._sql.exec(statement)
         self._sql.exec("DELETE FROM events")
@@ -65,6 +80,25 @@ class AnswerStore:
             "INSERT OR REPLACE INTO answer (one, kind, request_id, serial, live, ended_at) VALUES (1, ?, ?, ?, 1, NULL)",
             row.kind.value, row.request_id, row.serial,
         )
+        if row.kind is AnswerKind.RESPONSES:
+            for statement in RESPONSE_SCHEMA:
+                self._sql.exec(statement)
+            self._sql.exec("INSERT OR REPLACE INTO response (one, head, owner, background) VALUES (1, ?, ?, ?)",
+                           row.head or "", row.owner, int(row.background))
+            self._sql.exec("DELETE FROM response_input")
+            text = input_text or "[]"
+            for part, start in enumerate(range(0, len(text), INPUT_PART_CHARS)):
+                self._sql.exec("INSERT INTO response_input (part, text) VALUES (?, ?)", part, text[start : start + INPUT_PART_CHARS])
+
+    def input_text(self) -> str:
+        """A stored response's input items (JSON), as begin was given them."""
+        return "".join([str(row.text) for row in self._sql.exec("SELECT text FROM response_input ORDER BY part").toArray()])
+
+    def last_event(self) -> StoredEvent | None:
+        rows = self._sql.exec("SELECT id, type, data FROM events ORDER BY id DESC LIMIT 1").toArray()
+        if not len(rows):
+            return None
+        return StoredEvent(id=int(rows[0].id), type=str(rows[0].type), data=str(rows[0].data))
 
     def append(self, events: list[StoredEvent]) -> None:
         """Stores `events` (consecutive ids, in order): one statement, unless their text is

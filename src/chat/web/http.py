@@ -29,6 +29,19 @@ def _split(url: str) -> tuple[str, str, str]:
     return scheme, authority, slash + path
 
 
+def query_of(url: str) -> dict[str, str]:
+    """The query parameters of an absolute URL, each as first given. Values are taken as
+    they are: the parameters read here are words and numbers, so a percent-encoded one is
+    refused where it is checked."""
+    query = url.partition("#")[0].partition("?")[2]
+    found: dict[str, str] = {}
+    for pair in query.split("&"):
+        name, _, value = pair.partition("=")
+        if name:
+            found.setdefault(name, value)
+    return found
+
+
 def origin_of(url: str) -> str:
     """`scheme://host[:port]` of an absolute URL."""
     scheme, authority, _ = _split(url)

@@ -19,7 +19,7 @@ from chat.web import http
 from chat.web.errors import ApiError, error_body
 from chat.web.exchange import ErrorRenderer, Exchange, Reply
 
-ID = "{id}"  # the one variable segment a path may have: a resumable answer's or a chat's id
+ID = "{id}"  # the one variable segment a path may have: a resumable answer's, a chat's or a stored response's id
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +62,11 @@ ROUTES: tuple[Route, ...] = (
     Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
           public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
+          public_var="OPENAI_API_PUBLIC"),
+    # Stored responses (chat.resumable): read, stream again, delete, cancel.
+    Route(name="openai-response", path=f"/v1/responses/{ID}", methods=("GET", "DELETE"), handler="openai_stored_response",
+          public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-response-cancel", path=f"/v1/responses/{ID}/cancel", methods=("POST",), handler="openai_cancel_response",
           public_var="OPENAI_API_PUBLIC"),
     # Open: the chat page reads it, and it names only the models.
     Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models"),

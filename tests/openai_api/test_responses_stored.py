@@ -1,0 +1,312 @@
+"""Stored and background responses of /v1/responses, read by the official `openai` Python
+package through the real runtime: `store: true` kept and read back, `background: true`
+run with nobody reading, its stream resumed from any sequence number, cancelled and
+deleted with readers attached, and `previous_response_id` over three turns. Every reader
+ends with exactly one terminal event.
+
+Answers that must still be running when the test acts are `held` until the test releases
+them (tests/harness/scenarios.py), so no test depends on the machine's speed."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.harness.runtime import LocalRuntime
+from tests.harness.scenarios import done_frame, echo, held, native_frame, script, scripted_options, sleep, transcript, usage_frame
+from tests.openai_api.test_openai_sdk import MODEL, sdk
+from tests.openai_api.test_responses_sdk import assert_well_ordered, terminal_types
+
+HELD_BACKGROUND = "stored-background-held"  # released by the test that holds it, never by another
+SLOW = "a slow answer"
+GRACE_MS = 400  # RESUME_GRACE_MS here: a background answer lasts longer than this, unread
+
+SCRIPTS = scripted_options(
+    [echo(), usage_frame(3, 1), done_frame()],
+    prompts={
+        "remember": script([transcript(), usage_frame(5, 2), done_frame()]),
+        # Unread for 3 × GRACE_MS, which would stop any answer that is not in the background.
+        SLOW: script([native_frame("Slow"), sleep(3 * GRACE_MS), native_frame(" and steady."), usage_frame(3, 3), done_frame()]),
+        "fails midway": script([native_frame("Half"), sleep(20), {"error": "secret provider detail"}]),
+    },
+    variables={"RESUME_GRACE_MS": str(GRACE_MS)},
+)
+
+
+def held_options(name: str) -> Any:
+    """An answer that writes two pieces, then waits until the test releases `name`."""
+    return scripted_options(
+        [native_frame("Part one."), native_frame(" Part two."), held(name), native_frame(" The end."), usage_frame(3, 3), done_frame()],
+        variables={"RESUME_GRACE_MS": str(GRACE_MS)},
+    )
+
+
+async def release(runtime: LocalRuntime, name: str) -> None:
+    assert runtime.script_url is not None
+    async with httpx.AsyncClient() as client:
+        (await client.post(f"{runtime.script_url}/released/{name}")).raise_for_status()
+
+
+async def stream_of(runtime: LocalRuntime, response_id: str, starting_after: int | None = None) -> list[Any]:
+    """Every event of GET /v1/responses/{id}?stream=true, through the SDK."""
+    query: dict[str, Any] = {} if starting_after is None else {"starting_after": starting_after}
+    stream = await sdk(runtime).responses.retrieve(response_id, stream=True, **query)
+    return [event async for event in stream]
+
+
+async def raw_events(runtime: LocalRuntime, path: str) -> list[dict[str, Any]]:
+    """The events of a stream read without the SDK (which raises on `error`)."""
+    async with httpx.AsyncClient(timeout=30) as client, client.stream("GET", runtime.url + path) as response:
+        assert response.status_code == 200, await response.aread()
+        text = (await response.aread()).decode()
+    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+
+
+def text_of(response: Any) -> str:
+    return "".join(part.text for item in response.output if item.type == "message" for part in item.content)
+
+
+# --- stored ----------------------------------------------------------------------------------
+
+
+async def test_a_stored_response_is_read_back_as_it_ended_and_deleted(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    created = await client.responses.create(model=MODEL, input="Hello there", store=True)
+    assert created.status == "completed" and created.store is True and text_of(created) == "Hello there"
+    assert created.id.startswith("resp_") and len(created.id) == 5 + 64
+    again = await client.responses.retrieve(created.id)
+    assert again.model_dump() == created.model_dump()
+    await client.responses.delete(created.id)
+    with pytest.raises(openai.NotFoundError) as gone:
+        await client.responses.retrieve(created.id)
+    assert gone.value.code == "response_not_found"
+
+
+async def test_a_response_not_asked_to_be_stored_is_not(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    created = await client.responses.create(model=MODEL, input="Hello there")
+    assert created.store is False
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(created.id)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=MODEL, input="more", previous_response_id=created.id)
+    assert refused.value.code == "previous_response_not_found" and refused.value.param == "previous_response_id"
+
+
+async def test_a_stored_stream_resumed_after_each_sequence_number_gives_the_same_tail(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    stream = await sdk(runtime).responses.create(model=MODEL, input="Tell me more", store=True, stream=True)
+    events = [event async for event in stream]
+    assert_well_ordered(events)
+    assert events[-1].type == "response.completed"
+    response_id = events[0].response.id
+    whole = [event.model_dump() for event in events]
+    assert [event.model_dump() for event in await stream_of(runtime, response_id)] == whole
+    for number in range(len(events)):
+        tail = await stream_of(runtime, response_id, starting_after=number)
+        assert [event.model_dump() for event in tail] == whole[number + 1 :], number
+
+
+async def test_a_stored_failure_is_failed_when_read_back(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    with pytest.raises(openai.APIStatusError) as failed:
+        await client.responses.create(model=MODEL, input="fails midway", store=True)
+    assert failed.value.status_code == 502 and "secret" not in str(failed.value.body)
+    # Its id is not in an error body: read it from the stream of a second one.
+    stream = await client.responses.create(model=MODEL, input="fails midway", store=True, stream=True)
+    events = []
+    with pytest.raises(openai.APIError):
+        async for event in stream:
+            events.append(event)
+    retrieved = await client.responses.retrieve(events[0].response.id)
+    assert retrieved.status == "failed" and retrieved.error is not None and "secret" not in retrieved.error.message
+    assert [item.status for item in retrieved.output] == ["incomplete"]
+
+
+# --- background ------------------------------------------------------------------------------
+
+
+async def wait_until_ended(client: openai.AsyncOpenAI, response_id: str) -> Any:
+    for _ in range(600):
+        response = await client.responses.retrieve(response_id)
+        if response.status not in ("queued", "in_progress"):
+            return response
+        await asyncio.sleep(0.05)
+    raise AssertionError("the background response never ended")
+
+
+async def test_a_background_response_runs_with_nobody_reading_past_the_grace_period(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    started = await client.responses.create(model=MODEL, input=SLOW, background=True)
+    assert started.status == "in_progress" and started.background is True and started.store is True and started.output == []
+    ended = await wait_until_ended(client, started.id)
+    assert ended.status == "completed" and text_of(ended) == "Slow and steady."
+    assert not [record for record in runtime.records() if record["event"] == "chat_resumable_abandoned"]
+
+
+async def test_a_background_stream_dropped_mid_answer_is_resumed_with_every_event_once(start_runtime):
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    stream = await client.responses.create(model=MODEL, input="Go on", background=True, stream=True)
+    first: list[Any] = []
+    async for event in stream:
+        first.append(event)
+        if event.type == "response.output_text.delta":
+            break  # the client drops the connection mid-answer
+    await stream.close()
+    await release(runtime, name)
+    rest = await stream_of(runtime, first[0].response.id, starting_after=first[-1].sequence_number)
+    events = first + rest
+    assert_well_ordered(events)
+    assert events[-1].type == "response.completed" and text_of(events[-1].response) == "Part one. Part two. The end."
+
+
+async def test_cancelling_a_background_response_ends_every_reader_once_and_is_idempotent(start_runtime):
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"  # never released: only the cancel ends it
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    started = await client.responses.create(model=MODEL, input="Go on", background=True)
+    readers = [asyncio.create_task(raw_events(runtime, f"/v1/responses/{started.id}?stream=true")) for _ in range(3)]
+    await asyncio.sleep(0.3)  # attached (each reader's end is checked below, attached or not)
+    cancelled = await client.responses.cancel(started.id)
+    assert cancelled.status == "cancelled" and cancelled.error is None
+    assert (await client.responses.cancel(started.id)).model_dump() == cancelled.model_dump()
+    assert (await client.responses.retrieve(started.id)).status == "cancelled"
+    for events in await asyncio.gather(*readers):
+        ends = [event for event in events if event["type"] in ("response.completed", "response.incomplete", "response.failed")]
+        assert len(ends) == 1 and events[-1] is ends[0] and ends[0]["response"]["status"] == "cancelled"
+        assert [event["sequence_number"] for event in events] == list(range(len(events)))
+
+
+async def test_only_a_background_response_can_be_cancelled(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    stored = await client.responses.create(model=MODEL, input="Hello", store=True)
+    with pytest.raises(openai.BadRequestError):
+        await client.responses.cancel(stored.id)
+
+
+async def test_deleting_a_response_being_made_ends_its_readers_once(start_runtime):
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    started = await client.responses.create(model=MODEL, input="Go on", background=True)
+    readers = [asyncio.create_task(raw_events(runtime, f"/v1/responses/{started.id}?stream=true")) for _ in range(2)]
+    await asyncio.sleep(0.3)
+    await client.responses.delete(started.id)
+    for events in await asyncio.gather(*readers):
+        assert len(terminal_types_raw(events)) == 1 and events[-1]["type"] == "response.failed"
+    with pytest.raises(openai.NotFoundError):
+        await client.responses.retrieve(started.id)
+
+
+def terminal_types_raw(events: list[dict[str, Any]]) -> list[str]:
+    return [event["type"] for event in events if event["type"] in ("response.completed", "response.incomplete", "response.failed")]
+
+
+# --- previous_response_id --------------------------------------------------------------------
+
+
+async def test_previous_response_id_continues_a_conversation_over_three_turns(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    first = await client.responses.create(model=MODEL, input="My name is Ada.", instructions="Be brief.", store=True)
+    second = await client.responses.create(model=MODEL, input="I like tea.", previous_response_id=first.id, store=True)
+    third = await client.responses.create(model=MODEL, input="remember", previous_response_id=second.id, store=True)
+    lines = text_of(third).splitlines()
+    # The system prompt, then every turn and answer; the first turn's instructions are not carried over.
+    assert lines[1:] == ["user: My name is Ada.", "assistant: My name is Ada.", "user: I like tea.", "assistant: I like tea.",
+                         "user: remember"], lines
+    assert "Be brief." not in text_of(third)
+
+
+async def test_previous_response_id_of_a_response_still_being_made_is_refused(start_runtime):
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    started = await client.responses.create(model=MODEL, input="Go on", background=True)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=MODEL, input="next", previous_response_id=started.id)
+    assert refused.value.param == "previous_response_id"
+    await release(runtime, name)
+    await wait_until_ended(client, started.id)
+    continued = await client.responses.create(model=MODEL, input="next", previous_response_id=started.id)
+    assert continued.status == "completed"
+
+
+# --- hostile ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("starting_after", ["-1", "99999999999999999999", "1e3", "%31", "", "abc"])
+async def test_a_starting_after_that_is_not_a_sequence_number_is_a_400(start_runtime, http, starting_after):
+    runtime = start_runtime(SCRIPTS)
+    created = await sdk(runtime).responses.create(model=MODEL, input="Hello", store=True)
+    answer = await http.get(f"{runtime.url}/v1/responses/{created.id}?stream=true&starting_after={starting_after}")
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "starting_after"
+
+
+async def test_a_starting_after_past_the_end_is_a_400_and_at_the_end_an_empty_stream(start_runtime, http):
+    runtime = start_runtime(SCRIPTS)
+    stream = await sdk(runtime).responses.create(model=MODEL, input="Hello", store=True, stream=True)
+    events = [event async for event in stream]
+    response_id, last = events[0].response.id, events[-1].sequence_number
+    past = await http.get(f"{runtime.url}/v1/responses/{response_id}?stream=true&starting_after={last + 1}")
+    assert past.status_code == 400 and past.json()["error"]["param"] == "starting_after"
+    at_end = await http.get(f"{runtime.url}/v1/responses/{response_id}?stream=true&starting_after={last}")
+    assert at_end.status_code == 200 and at_end.text == ""
+
+
+@pytest.mark.parametrize("response_id", ["resp_123", "resp_" + "0" * 64, "resp_" + "f" * 64, "resp_" + "A" * 64, "x" * 300])
+async def test_ids_never_issued_are_openais_404_on_every_path(start_runtime, http, response_id):
+    runtime = start_runtime(SCRIPTS)
+    for method, path in (("GET", ""), ("GET", "?stream=true"), ("DELETE", ""), ("POST", "/cancel")):
+        answer = await http.request(method, f"{runtime.url}/v1/responses/{response_id}{path}")
+        assert answer.status_code == 404, (method, path, answer.text)
+        assert answer.json()["error"]["code"] == "response_not_found"
+    refused = await http.post(f"{runtime.url}/v1/responses", json={"model": MODEL, "input": "hi", "previous_response_id": response_id})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "previous_response_not_found"
+
+
+async def test_the_id_of_another_kind_of_answer_is_not_a_response(start_runtime, http):
+    # A resumable /api/chat answer lives in an object of the same namespace: its id is
+    # well-formed, and still not a response; a response is not a chat stream either.
+    runtime = start_runtime(SCRIPTS)
+    chat = await http.post(runtime.url + "/api/chat", json={"messages": [{"role": "user", "content": "Hello"}], "resumable": True})
+    stream_id = next(json.loads(line[6:]) for line in chat.text.splitlines() if line.startswith("data: ") and "stream_id" in line)["stream_id"]
+    assert (await http.get(f"{runtime.url}/v1/responses/resp_{stream_id}")).status_code == 404
+    created = await sdk(runtime).responses.create(model=MODEL, input="Hello", store=True)
+    assert (await http.get(f"{runtime.url}/api/chat/streams/{created.id[5:]}")).status_code == 404
+
+
+async def test_a_stored_response_expires_after_its_ttl(start_runtime):
+    runtime = start_runtime(scripted_options([echo(), usage_frame(3, 1), done_frame()], variables={"RESUME_TTL_S": "1"}))
+    client = sdk(runtime)
+    created = await client.responses.create(model=MODEL, input="Hello", store=True)
+    for _ in range(100):  # the object's alarm frees it a second after it ended
+        await asyncio.sleep(0.1)
+        try:
+            await client.responses.retrieve(created.id)
+        except openai.NotFoundError:
+            break
+    else:
+        raise AssertionError("the stored response was still there 10 s after its 1 s TTL")
+    with pytest.raises(openai.BadRequestError):
+        await client.responses.create(model=MODEL, input="more", previous_response_id=created.id)
+
+
+async def test_background_with_store_false_is_refused(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await sdk(runtime).responses.create(model=MODEL, input="hi", background=True, store=False)
+    assert refused.value.param == "background"

@@ -120,6 +120,9 @@ def test_every_error_code_has_a_generic_message() -> None:
         "abandoned",
         "interrupted",
         "expired",
+        "cancelled",
+        "deleted",
+        "background_time_limit",
     }
     for message in ERROR_MESSAGES.values():
         assert message.endswith(".") and "Traceback" not in message

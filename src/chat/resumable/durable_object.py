@@ -374,7 +374,8 @@ class ChatStream(DurableObject):
         answer.expire()
         self._feed.restart()
         log("chat_resumable_deleted", request_id=row.request_id)
-        return ffi.json_response(200, {"id": response_id, "object": "response.deleted", "deleted": True})
+        # OpenAI's example body (its openapi.yaml, read 2026-12-02); the SDKs read none.
+        return ffi.json_response(200, {"id": response_id, "object": "response", "deleted": True})
 
     async def _history(self, owner: Any) -> Any:
         try:

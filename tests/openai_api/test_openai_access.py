@@ -6,11 +6,15 @@ model list keep working."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from dataclasses import replace
+
 import openai
 import pytest
 
 from tests.harness.client import USER, chat
-from tests.harness.runtime import RuntimeOptions
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 from tests.openai_api.test_openai_sdk import MODEL, sdk
 
 CLOSED = RuntimeOptions(ai_pace=0, variables=(("OPENAI_API_PUBLIC", "false"),))
@@ -44,3 +48,41 @@ async def test_with_the_token_a_closed_v1_serves_its_holder(start_runtime):
     assert response.status == "completed"
     with pytest.raises(openai.AuthenticationError):
         await sdk(runtime, api_key="wrong").responses.create(model=MODEL, input="hi")
+
+
+async def test_stored_responses_are_closed_with_the_rest_of_v1(start_runtime, http):
+    runtime = start_runtime(CLOSED)
+    some_id = "resp_" + "ab" * 32
+    for method, path in (("GET", some_id), ("DELETE", some_id), ("POST", some_id + "/cancel")):
+        answer = await http.request(method, f"{runtime.url}/v1/responses/{path}")
+        assert answer.status_code == 401 and answer.json()["error"]["code"] == "unauthorized", (method, path)
+
+
+async def test_a_stored_response_is_its_tokens_and_nobody_elses_after_the_token_changes(runtime_pool, http):
+    # The owner rule: a stored response keeps the digest of the token that made it. Two
+    # runtimes share the objects' storage, as one deployment does before and after the
+    # AUTH_TOKEN secret is rotated (each its own runtime: the second needs the first's state).
+    state = tempfile.mkdtemp(prefix="owner-state-", dir=ROOT / ".dev")
+    try:
+        first = LocalRuntime(replace(GUARDED, persist_to=state)).start()
+        try:
+            created = await sdk(first, api_key=TOKEN).responses.create(model=MODEL, input="hi", store=True)
+            assert (await sdk(first, api_key=TOKEN).responses.retrieve(created.id)).status == "completed"
+        finally:
+            first.stop()
+        rotated = LocalRuntime(RuntimeOptions(ai_pace=0, variables=(("AUTH_TOKEN", TOKEN + "-rotated"),), persist_to=state)).start()
+        try:
+            client = sdk(rotated, api_key=TOKEN + "-rotated")
+            for call in (client.responses.retrieve, client.responses.delete, client.responses.cancel):
+                with pytest.raises(openai.NotFoundError):
+                    await call(created.id)
+            with pytest.raises(openai.BadRequestError) as refused:
+                await client.responses.create(model=MODEL, input="more", previous_response_id=created.id)
+            assert refused.value.code == "previous_response_not_found"
+            answer = await http.get(f"{rotated.url}/v1/responses/{created.id}?stream=true",
+                                    headers={"authorization": f"Bearer {TOKEN}-rotated"})
+            assert answer.status_code == 404
+        finally:
+            rotated.stop()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

@@ -19,9 +19,20 @@ import openai
 import pytest
 
 from tests.harness.runtime import LocalRuntime
-from tests.harness.scenarios import done_frame, echo, held, native_frame, script, scripted_options, sleep, transcript, usage_frame
+from tests.harness.scenarios import (
+    done_frame,
+    echo,
+    error,
+    held,
+    native_frame,
+    script,
+    scripted_options,
+    sleep,
+    transcript,
+    usage_frame,
+)
 from tests.openai_api.test_openai_sdk import MODEL, sdk
-from tests.openai_api.test_responses_sdk import assert_well_ordered, terminal_types
+from tests.openai_api.test_responses_sdk import assert_well_ordered
 
 HELD_BACKGROUND = "stored-background-held"  # released by the test that holds it, never by another
 SLOW = "a slow answer"
@@ -33,7 +44,7 @@ SCRIPTS = scripted_options(
         "remember": script([transcript(), usage_frame(5, 2), done_frame()]),
         # Unread for 3 × GRACE_MS, which would stop any answer that is not in the background.
         SLOW: script([native_frame("Slow"), sleep(3 * GRACE_MS), native_frame(" and steady."), usage_frame(3, 3), done_frame()]),
-        "fails midway": script([native_frame("Half"), sleep(20), {"error": "secret provider detail"}]),
+        "fails midway": script([native_frame("Half"), sleep(20), error("secret provider detail")]),
     },
     variables={"RESUME_GRACE_MS": str(GRACE_MS)},
 )

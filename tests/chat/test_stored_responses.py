@@ -1,0 +1,233 @@
+"""Stored and background responses, their pure parts on CPython: the state machine's
+background rules and owner, the order the Worker sends its object, the terminal of a
+reader cut off from a stored response (its sequence numbers go on, and the SDK's types
+read it), the whole-answer reader, `previous_response_id`'s merge and the request checks.
+The real runtime's side is tests/openai_api/test_responses_stored.py."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from chat.api.responses import continued, stored_response_key, validate_responses
+from chat.config import Config
+from chat.model.call import ModelCall
+from chat.resumable.answer import BACKGROUND_LIMIT_S, Answer, AnswerRow, Tick, Timing
+from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat
+from chat.resumable.protocol import Failure, MalformedOrder, ResponseOrder, StartOrder
+from chat.web import http
+from chat.web.errors import ApiError
+from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, ResponsesEncoder
+from tests.sse.support import stats
+
+CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
+TIMING = Timing(grace_s=60.0, ttl_s=600.0, ping_s=15.0)
+EVENTS = TypeAdapter(ResponseStreamEvent)
+RESPONSE_ID = "resp_" + "ab" * 32
+ECHO = {"instructions": None, "metadata": None, "parallel_tool_calls": True, "temperature": None, "top_p": None,
+        "tool_choice": "auto", "tools": [], "text": {"format": {"type": "text"}}, "reasoning": {"effort": None, "summary": None},
+        "store": True, "truncation": "disabled", "max_output_tokens": None}
+CALL = ModelCall(models=("@cf/zai-org/glm-4.7-flash",), inputs={"messages": [{"role": "user", "content": "hi"}], "stream": True})
+
+
+def order(**changes: object) -> ResponseOrder:
+    fields: dict[str, object] = {"response_id": RESPONSE_ID, "created_at": 1_800_000_000, "echo": ECHO, "names": {"ns__f": ("ns", "f")},
+                                 "reasoning_summary": False, "obfuscation": True, "background": True, "reader": False,
+                                 "owner": "token:abc", "input": '[{"role":"user","content":"hi"}]'}
+    return ResponseOrder(**{**fields, **changes})  # type: ignore[arg-type]
+
+
+def background_answer(mono: float = 100.0) -> Answer:
+    answer = Answer(None, last_id=0, timing=TIMING)
+    answer.begin(AnswerKind.RESPONSES, "r1", now=1e9, mono=mono, head="{}", background=True, owner="")
+    return answer
+
+
+def parsed(frames: str) -> list[dict[str, object]]:
+    return [json.loads(line[6:]) for line in frames.splitlines() if line.startswith("data: ")]
+
+
+# --- the state machine -----------------------------------------------------------------------
+
+
+def test_a_background_answer_is_never_abandoned_unread_but_stops_at_its_time_limit():
+    answer = background_answer()
+    assert answer.readers == 0
+    assert answer.tick(mono=100.0 + 10 * TIMING.grace_s) is not Tick.ABANDON
+    assert answer.tick(mono=100.0 + BACKGROUND_LIMIT_S - 1) is not Tick.TIME_LIMIT
+    assert answer.tick(mono=100.0 + BACKGROUND_LIMIT_S) is Tick.TIME_LIMIT
+
+
+def test_an_answer_not_in_the_background_is_still_abandoned_unread():
+    answer = Answer(None, last_id=0, timing=TIMING)
+    answer.begin(AnswerKind.RESPONSES, "r1", now=1e9, mono=100.0, head="{}", background=False, owner="")
+    assert answer.tick(mono=100.0 + TIMING.grace_s) is Tick.ABANDON
+
+
+def test_only_its_owner_may_touch_a_stored_response_and_nobody_another_kind_of_answer():
+    row = AnswerRow(kind=AnswerKind.RESPONSES, request_id="r", serial=1, live=False, head="{}", owner="token:abc")
+    assert row.owned_by("token:abc") and not row.owned_by("token:abd") and not row.owned_by("")
+    assert AnswerRow(kind=AnswerKind.RESPONSES, request_id="r", serial=1, live=False, head="{}").owned_by("")
+    assert not AnswerRow(kind=AnswerKind.CHAT, request_id="r", serial=1, live=False).owned_by("")
+
+
+# --- what the Worker tells its object --------------------------------------------------------
+
+
+def test_a_start_order_for_a_stored_response_goes_there_and_back_whole():
+    start = StartOrder(request_id="r1", format=ReaderFormat.RESPONSES, call=CALL, response=order())
+    again = StartOrder.from_json(start.to_json())
+    assert again == start and again.kind is AnswerKind.RESPONSES
+
+
+@pytest.mark.parametrize("change", [
+    {"format": "sse"},  # a response's details on another kind of answer
+    {"response": None},  # a response without them
+    {"response.background": "yes"}, {"response.created_at": 1.5}, {"response.echo": []}, {"response.names": {"a": ["b"]}},
+    {"response.owner": None}, {"response.input": 5},
+])
+def test_a_malformed_stored_response_order_is_refused(change):
+    payload = json.loads(StartOrder(request_id="r1", format=ReaderFormat.RESPONSES, call=CALL, response=order()).to_json())
+    for key, value in change.items():
+        if key.startswith("response."):
+            payload["response"][key.split(".", 1)[1]] = value
+        else:
+            payload[key] = value
+    with pytest.raises(MalformedOrder):
+        StartOrder.from_json(json.dumps(payload))
+
+
+def test_a_failure_carries_the_objects_own_message_and_param():
+    error = Failure.read(Failure.of(ApiError("invalid_request", "starting_after: no.", param="starting_after")).to_json())
+    assert (error.code, error.message, error.param) == ("invalid_request", "starting_after: no.", "starting_after")
+    assert Failure.read(json.dumps({"code": "invalid_request", "message": 5})).code == "internal_error"
+
+
+# --- the encoder's stored side ---------------------------------------------------------------
+
+
+def stored_encoder() -> ResponsesEncoder:
+    return order().encoder(64)
+
+
+def test_a_stored_response_has_the_objects_id_and_says_it_runs_in_the_background():
+    encoder = stored_encoder()
+    head = encoder.head(request_id="r1", model="m")
+    assert head["id"] == RESPONSE_ID and head["background"] is True and head["status"] == "in_progress"
+    Response.model_validate(head)
+    text = encoder.meta(request_id="r1", model="m") + encoder.delta("Hi", "")
+    assert all(event["item_id"].startswith("msg_" + "ab" * 32) for event in parsed(text) if "item_id" in event)
+
+
+def test_a_reader_cut_off_from_a_stored_response_goes_on_from_its_sequence_number_in_the_sdks_types():
+    encoder = stored_encoder()
+    frames = encoder.meta(request_id="r1", model="m") + encoder.delta("Hello", "")
+    sent = parsed(frames)
+    head = json.dumps(encoder.head(request_id="r1", model="m"))
+    for code in ("expired", "stopped", "interrupted", "deleted"):
+        events = AnswerKind.RESPONSES.cut(code, request_id="r1", after=len(sent), head=head)
+        data = [json.loads(event.data) for event in events]
+        assert [event.id for event in events] == [len(sent) + 1, len(sent) + 2]
+        assert [item["sequence_number"] for item in data] == [len(sent), len(sent) + 1]
+        assert [item["type"] for item in data] == ["error", "response.failed"] and data[0]["code"] == code
+        for item in data:
+            EVENTS.validate_python(item)
+        assert data[1]["response"]["id"] == RESPONSE_ID and data[1]["response"]["status"] == "failed"
+
+
+def test_a_cancelled_response_ends_cancelled_without_an_error_object():
+    encoder = stored_encoder()
+    encoder.meta(request_id="r1", model="m")
+    events = parsed(encoder.error(code="cancelled", message="The response was cancelled by its client.", request_id="r1"))
+    assert events[-1]["type"] == "response.failed" and events[-1]["response"]["status"] == "cancelled"
+    assert events[-1]["response"]["error"] is None
+    EVENTS.validate_python(events[-1])
+
+
+def test_a_stored_response_holds_a_quarter_of_what_one_not_stored_may():
+    encoder = stored_encoder()
+    encoder.meta(request_id="r1", model="m")
+    encoder.delta("x" * MAX_STORED_ANSWER_CHARS, "")
+    assert not encoder.full
+    encoder.delta("x", "")
+    assert encoder.full
+
+
+# --- a stored response read whole ------------------------------------------------------------
+
+
+def whole(encoder: ResponsesEncoder, end: str | None) -> bytes:
+    """A stored response's stream: its start, a piece of text, then `end` ("done", or an
+    error code; None: cut, no terminal)."""
+    frames = encoder.meta(request_id="r1", model="m") + encoder.delta("Hello", "")
+    if end == "done":
+        frames += encoder.done(stats(finish_reason="stop"))
+    elif end is not None:
+        frames += encoder.error(code=end, message="The model stream failed.", request_id="r1")
+    return frames.encode()
+
+
+def test_a_stored_response_read_whole_is_its_last_response_object():
+    encoder = stored_encoder()
+    final = FinalResponse()
+    data = whole(encoder, "done")
+    for at in range(0, len(data), 7):
+        final.feed(data[at : at + 7])
+    body, status = final.result()
+    assert status == 200 and Response.model_validate_json(body).output_text == "Hello"
+
+
+def test_a_stored_response_read_whole_that_failed_or_was_cut_is_an_error_with_its_status():
+    encoder = stored_encoder()
+    final = FinalResponse()
+    final.feed(whole(encoder, "generation_failed"))
+    body, status = final.result()
+    assert status == 502 and json.loads(body)["error"]["code"] == "generation_failed"
+    cut = FinalResponse()
+    cut.feed(whole(stored_encoder(), None))
+    assert cut.result()[1] == 500
+
+
+# --- previous_response_id and the request ----------------------------------------------------
+
+
+def test_a_previous_response_comes_first_without_its_instructions_or_what_was_cut():
+    history = {"input": [{"type": "message", "role": "user", "content": "one"}], "response": {"output": [
+        {"type": "reasoning", "status": "completed", "summary": []},
+        {"type": "message", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": "two"}]},
+        {"type": "function_call", "status": "incomplete", "call_id": "c", "name": "f", "arguments": "{"},
+    ]}}
+    merged = continued({"previous_response_id": "resp_x", "input": "three", "instructions": "new"}, history)
+    assert "previous_response_id" not in merged and merged["instructions"] == "new"
+    assert [item.get("role") for item in merged["input"]] == ["user", "assistant", "user"]
+    request = validate_responses({**merged, "model": "@cf/zai-org/glm-4.7-flash"}, CONFIG)
+    assert [message["content"] for message in request.turn.messages if message["role"] != "system"][-3:] == ["one", "two", "three"]
+    assert continued({"previous_response_id": "resp_x", "input": 5}, history)["input"] == 5  # refused as sent
+
+
+@pytest.mark.parametrize(("value", "key"), [
+    (RESPONSE_ID, "ab" * 32), ("resp_123", None), ("resp_" + "A" * 64, None), ("resp_" + "a" * 65, None), (5, None),
+    ("resp_" + "a" * 64 + "\n", None),
+])
+def test_only_a_stored_responses_id_names_an_object(value, key):
+    assert stored_response_key(value) == key
+
+
+def test_store_and_background_are_read_and_a_head_too_large_to_store_is_refused():
+    base = {"model": "@cf/zai-org/glm-4.7-flash", "input": "hi"}
+    assert validate_responses(base, CONFIG).store is False
+    assert validate_responses({**base, "store": True}, CONFIG).echo["store"] is True
+    background = validate_responses({**base, "background": True}, CONFIG)
+    assert background.store and background.background
+    with pytest.raises(ApiError) as refused:
+        validate_responses({**base, "store": True, "instructions": "x" * MAX_STORED_HEAD_BYTES}, CONFIG)
+    assert refused.value.param == "store"
+    assert validate_responses({**base, "instructions": "x" * MAX_STORED_HEAD_BYTES}, CONFIG).store is False
+
+
+def test_query_parameters_are_read_as_first_given():
+    assert http.query_of("https://h/p?stream=true&starting_after=3&stream=false#x") == {"stream": "true", "starting_after": "3"}
+    assert http.query_of("https://h/p") == {} and http.query_of("https://h/p?=1&a") == {"a": ""}

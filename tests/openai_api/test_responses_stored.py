@@ -25,6 +25,7 @@ from tests.harness.scenarios import (
     error,
     held,
     native_frame,
+    repeat,
     script,
     scripted_options,
     sleep,
@@ -321,3 +322,56 @@ async def test_background_with_store_false_is_refused(start_runtime):
     with pytest.raises(openai.BadRequestError) as refused:
         await sdk(runtime).responses.create(model=MODEL, input="hi", background=True, store=False)
     assert refused.value.param == "background"
+
+
+# --- sizes: what a stored response may hold, in the real object's SQLite --------------------
+
+EMOJI = "\U0001f600"  # 4 bytes in UTF-8: the most a character takes in a stored row
+EMOJI_FRAME = "data: " + json.dumps({"response": EMOJI * 1000}, ensure_ascii=False) + "\n\n"
+SIZES = scripted_options(
+    [native_frame("Fine."), usage_frame(3, 1), done_frame()],
+    prompts={
+        # Just under MAX_STORED_ANSWER_CHARS (262,144 characters), and just over.
+        "almost full": script([repeat(260, EMOJI_FRAME), usage_frame(3, 3), done_frame()]),
+        "over full": script([repeat(270, EMOJI_FRAME), usage_frame(3, 3), done_frame()]),
+    },
+)
+
+
+async def test_the_largest_stored_answer_fits_the_objects_rows_and_one_larger_fails_cleanly(start_runtime):
+    # Its terminal event repeats the whole answer: 260,000 emoji are 1,040,000 bytes a
+    # copy, and the event's row must stay under SQLite's 2 MB (sse.MAX_STORED_EVENT_BYTES).
+    runtime = start_runtime(SIZES)
+    mark = len(runtime.lines)
+    client = sdk(runtime)
+    kept = await client.responses.create(model=MODEL, input="almost full", store=True)
+    assert kept.status == "completed" and text_of(kept) == EMOJI * 260_000
+    assert (await client.responses.retrieve(kept.id)).model_dump() == kept.model_dump()
+    stream = await client.responses.create(model=MODEL, input="over full", store=True, stream=True)
+    events = []
+    with pytest.raises(openai.APIError):
+        async for event in stream:
+            events.append(event)
+    failed = await client.responses.retrieve(events[0].response.id)
+    assert failed.status == "failed" and "upstream_malformed" in failed.error.message
+    assert not runtime.crash_lines(mark)
+    assert not [record for record in runtime.records(mark) if record["event"] == "chat_resumable_store_failed"]
+
+
+async def test_a_conversation_continued_past_the_models_input_limit_is_a_400_naming_input(start_runtime):
+    runtime = start_runtime(SIZES)
+    client = sdk(runtime)
+    half = "word " * 100_000  # 500,000 characters: two are more than any model here takes (MAX_INPUT_CHARS)
+    first = await client.responses.create(model=MODEL, input=half, store=True)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=MODEL, input=half, previous_response_id=first.id)
+    assert refused.value.param == "input" and "characters; at most" in refused.value.message
+
+
+async def test_a_request_whose_instructions_are_too_large_to_store_is_refused_unless_not_stored(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    with pytest.raises(openai.BadRequestError) as refused:
+        await client.responses.create(model=MODEL, input="hi", instructions="x" * 300_000, store=True)
+    assert refused.value.param == "store"
+    assert (await client.responses.create(model=MODEL, input="hi", instructions="x" * 300_000)).status == "completed"

@@ -10,8 +10,10 @@ import json
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 from agents import Agent, ModelSettings, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+from openai import AsyncOpenAI
 
 from tests.harness.runtime import RuntimeOptions
 from tests.openai_api.test_openai_sdk import MODEL, sdk
@@ -77,3 +79,28 @@ async def test_the_ai_sdk_shows_the_reasoning_when_asked_as_the_docs_say(start_r
     assert "error" not in result, result
     assert (result["reasoning"], result["text"]) == ("Let me think.", "Forty-two.")
     assert "reasoning-delta" in result["parts"]
+
+
+async def test_an_agents_sdk_agent_runs_its_tool_loop_on_stored_responses_with_previous_response_id(start_runtime):
+    # auto_previous_response_id: each step after the first sends only its new items (the
+    # tool's output) and the previous response's id, so the Worker rebuilds the history from
+    # the stored response. The agent asks for storage (absent `store` is false here).
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    sent: list[dict] = []
+
+    async def record(request: httpx.Request) -> None:
+        sent.append(json.loads(request.content))
+
+    client = AsyncOpenAI(base_url=runtime.url + "/v1", api_key="any", max_retries=0,
+                         http_client=httpx.AsyncClient(event_hooks={"request": [record]}, timeout=30))
+    stored = agent(runtime).clone(model=OpenAIResponsesModel(model=MODEL, openai_client=client),
+                                  model_settings=ModelSettings(max_tokens=512, store=True))
+    result = await Runner.run(stored, "What is the current time in Quito?", max_turns=4, auto_previous_response_id=True)
+    first, second = sent
+    assert first["store"] is True and "previous_response_id" not in first
+    assert second["previous_response_id"] == result.raw_responses[0].response_id
+    assert [item["type"] for item in second["input"]] == ["function_call_output"]  # the rest is the stored history
+    assert result.new_items[1].output.startswith("12:34 in ")
+    assert "Tool result: 12:34 in " in result.final_output
+    assert [response.response_id.startswith("resp_") and len(response.response_id) == 69 for response in result.raw_responses] == [True, True]
+    assert result.last_response_id == result.raw_responses[-1].response_id

@@ -12,13 +12,16 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
+import shutil
+import tempfile
+from dataclasses import replace
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from tests.harness.runtime import LocalRuntime
+from tests.harness.runtime import ROOT, LocalRuntime
 from tests.harness.scenarios import (
     done_frame,
     echo,
@@ -77,7 +80,9 @@ async def raw_events(runtime: LocalRuntime, path: str) -> list[dict[str, Any]]:
     async with httpx.AsyncClient(timeout=30) as client, client.stream("GET", runtime.url + path) as response:
         assert response.status_code == 200, await response.aread()
         text = (await response.aread()).decode()
-    return [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
+    assert events, text[:500]
+    return events
 
 
 def text_of(response: Any) -> str:
@@ -221,6 +226,16 @@ async def test_deleting_a_response_being_made_ends_its_readers_once(start_runtim
         assert len(terminal_types_raw(events)) == 1 and events[-1]["type"] == "response.failed"
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(started.id)
+
+
+async def first_delta(runtime: LocalRuntime, response_id: str) -> None:
+    """Reads a live response's stream until its first text, then leaves."""
+    async with httpx.AsyncClient(timeout=30) as client, \
+            client.stream("GET", f"{runtime.url}/v1/responses/{response_id}?stream=true") as response:
+        async for line in response.aiter_lines():
+            if line == "event: response.output_text.delta":
+                return
+    raise AssertionError("the response's stream ended without text")
 
 
 def terminal_types_raw(events: list[dict[str, Any]]) -> list[str]:
@@ -375,3 +390,33 @@ async def test_a_request_whose_instructions_are_too_large_to_store_is_refused_un
         await client.responses.create(model=MODEL, input="hi", instructions="x" * 300_000, store=True)
     assert refused.value.param == "store"
     assert (await client.responses.create(model=MODEL, input="hi", instructions="x" * 300_000)).status == "completed"
+
+
+async def test_a_background_response_cut_by_a_restart_ends_failed_with_one_terminal(runtime_pool):
+    # Its object's process is stopped mid-answer and started again on the same storage, as a
+    # deploy or an eviction does: the stored events are kept and end with one `interrupted`.
+    # (Its own runtimes: the second needs the first's state.)
+    state = tempfile.mkdtemp(prefix="stored-restart-", dir=ROOT / ".dev")
+    options = scripted_options([native_frame("Before the restart."), sleep(60_000), native_frame("never"), done_frame()])
+    try:
+        before = LocalRuntime(replace(options, persist_to=state)).start()
+        try:
+            client = sdk(before)
+            started = await client.responses.create(model=MODEL, input="Go on", background=True)
+            await first_delta(before, started.id)  # its first text is stored
+        finally:
+            before.stop()
+        after = LocalRuntime(replace(options, persist_to=state)).start()
+        try:
+            mark = len(after.lines)
+            events = await raw_events(after, f"/v1/responses/{started.id}?stream=true")
+            assert [event["sequence_number"] for event in events] == list(range(len(events)))
+            assert terminal_types_raw(events) == ["response.failed"] and events[-2]["code"] == "interrupted"
+            assert "Before the restart." in [event.get("delta") for event in events]
+            retrieved = await sdk(after).responses.retrieve(started.id)
+            assert retrieved.status == "failed" and "interrupted" in retrieved.error.message
+            assert not after.crash_lines(mark)
+        finally:
+            after.stop()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)

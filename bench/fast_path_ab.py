@@ -24,11 +24,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-import httpx
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.harness.client import drain_posts  # noqa: E402
 from tests.harness.processes import workerd_cpu_seconds  # noqa: E402
 from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
@@ -63,12 +62,7 @@ def body(route: str, i: int) -> dict[str, object]:
 
 
 async def drain(runtime: LocalRuntime, route: str, count: int) -> None:
-    async with httpx.AsyncClient(timeout=120) as client:
-        for i in range(count):
-            async with client.stream("POST", runtime.url + route, json=body(route, i)) as response:
-                assert response.status_code == 200, response.status_code
-                async for _ in response.aiter_raw():
-                    pass
+    await drain_posts(runtime.url + route, [body(route, i) for i in range(count)])
 
 
 def main() -> None:

@@ -20,11 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.harness.client import drain_posts  # noqa: E402
 from tests.harness.processes import workerd_cpu_seconds  # noqa: E402
 from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
@@ -45,14 +44,7 @@ ROUTES = ["/api/chat/raw", "/api/chat", "/v1/chat/completions", "/v1/responses"]
 
 
 async def drain(runtime: LocalRuntime, route: str, count: int) -> int:
-    size = 0
-    async with httpx.AsyncClient(timeout=120) as client:
-        for i in range(count):
-            async with client.stream("POST", runtime.url + route, json=body(route, i)) as response:
-                assert response.status_code == 200, response.status_code
-                async for chunk in response.aiter_raw():
-                    size += len(chunk)
-    return size
+    return await drain_posts(runtime.url + route, [body(route, i) for i in range(count)])
 
 
 def main() -> None:

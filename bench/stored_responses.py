@@ -23,11 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.harness.client import drain_posts  # noqa: E402
 from tests.harness.processes import workerd_cpu_seconds  # noqa: E402
 from tests.harness.runtime import LocalRuntime, RuntimeOptions  # noqa: E402
 
@@ -49,12 +48,7 @@ def body(way: str, i: int) -> dict[str, Any]:
 
 
 async def drain(runtime: LocalRuntime, way: str, count: int) -> None:
-    async with httpx.AsyncClient(timeout=120) as client:
-        for i in range(count):
-            async with client.stream("POST", runtime.url + WAYS[way][0], json=body(way, i)) as response:
-                assert response.status_code == 200, response.status_code
-                async for _ in response.aiter_raw():
-                    pass
+    await drain_posts(runtime.url + WAYS[way][0], [body(way, i) for i in range(count)])
 
 
 def main() -> None:

@@ -108,3 +108,16 @@ async def chat(
             if leave_after_events is not None and len(result.events) >= leave_after_events:
                 break
     return result
+
+
+async def drain_posts(url: str, bodies: list[dict[str, Any]]) -> int:
+    """POSTs each body in turn to `url` and reads each answer to its end (the benchmarks'
+    load); the bytes read in all."""
+    size = 0
+    async with httpx.AsyncClient(timeout=120) as client:
+        for body in bodies:
+            async with client.stream("POST", url, json=body) as response:
+                assert response.status_code == 200, response.status_code
+                async for chunk in response.aiter_raw():
+                    size += len(chunk)
+    return size

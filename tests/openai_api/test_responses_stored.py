@@ -85,6 +85,16 @@ async def raw_events(runtime: LocalRuntime, path: str) -> list[dict[str, Any]]:
     return events
 
 
+async def failed_stream(client: openai.AsyncOpenAI, question: str) -> str:
+    """Streams a stored response that fails (the SDK raises at its `error` event); its id."""
+    stream = await client.responses.create(model=MODEL, input=question, store=True, stream=True)
+    events = []
+    with pytest.raises(openai.APIError):
+        async for event in stream:
+            events.append(event)
+    return str(events[0].response.id)
+
+
 def text_of(response: Any) -> str:
     return "".join(part.text for item in response.output if item.type == "message" for part in item.content)
 
@@ -139,12 +149,7 @@ async def test_a_stored_failure_is_failed_when_read_back(start_runtime):
         await client.responses.create(model=MODEL, input="fails midway", store=True)
     assert failed.value.status_code == 502 and "secret" not in str(failed.value.body)
     # Its id is not in an error body: read it from the stream of a second one.
-    stream = await client.responses.create(model=MODEL, input="fails midway", store=True, stream=True)
-    events = []
-    with pytest.raises(openai.APIError):
-        async for event in stream:
-            events.append(event)
-    retrieved = await client.responses.retrieve(events[0].response.id)
+    retrieved = await client.responses.retrieve(await failed_stream(client, "fails midway"))
     assert retrieved.status == "failed" and retrieved.error is not None and "secret" not in retrieved.error.message
     assert [item.status for item in retrieved.output] == ["incomplete"]
 
@@ -362,12 +367,7 @@ async def test_the_largest_stored_answer_fits_the_objects_rows_and_one_larger_fa
     kept = await client.responses.create(model=MODEL, input="almost full", store=True)
     assert kept.status == "completed" and text_of(kept) == EMOJI * 260_000
     assert (await client.responses.retrieve(kept.id)).model_dump() == kept.model_dump()
-    stream = await client.responses.create(model=MODEL, input="over full", store=True, stream=True)
-    events = []
-    with pytest.raises(openai.APIError):
-        async for event in stream:
-            events.append(event)
-    failed = await client.responses.retrieve(events[0].response.id)
+    failed = await client.responses.retrieve(await failed_stream(client, "over full"))
     assert failed.status == "failed" and "upstream_malformed" in failed.error.message
     assert not runtime.crash_lines(mark)
     assert not [record for record in runtime.records(mark) if record["event"] == "chat_resumable_store_failed"]

@@ -16,7 +16,7 @@ from chat.api.responses import continued, stored_response_key, validate_response
 from chat.config import Config
 from chat.model.call import ModelCall
 from chat.resumable.answer import BACKGROUND_LIMIT_S, Answer, AnswerRow, Tick, Timing
-from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat
+from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat, stored_json
 from chat.resumable.protocol import Failure, MalformedOrder, ResponseOrder, StartOrder
 from chat.web import http
 from chat.web.errors import ApiError
@@ -231,3 +231,23 @@ def test_store_and_background_are_read_and_a_head_too_large_to_store_is_refused(
 def test_query_parameters_are_read_as_first_given():
     assert http.query_of("https://h/p?stream=true&starting_after=3&stream=false#x") == {"stream": "true", "starting_after": "3"}
     assert http.query_of("https://h/p") == {} and http.query_of("https://h/p?=1&a") == {"a": ""}
+
+
+def test_a_stored_input_keeps_only_the_fields_the_model_reads():
+    request = validate_responses({"model": "@cf/zai-org/glm-4.7-flash", "store": True, "input": [
+        {"type": "reasoning", "id": "rs", "summary": [], "encrypted_content": "e" * 1000},
+        {"role": "user", "content": [{"type": "input_text", "text": "hi", "extra": 1}], "mine": "x"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "id": "fc", "status": "completed"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok", "id": "x"},
+    ]}, CONFIG)
+    assert request.input_items == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "ok"},
+    ]
+
+
+def test_stored_json_keeps_utf8_and_escapes_a_lone_surrogate():
+    assert stored_json({"t": "é"}) == '{"t": "é"}'
+    assert stored_json({"t": "é\ud800"}) == '{"t": "\\u00e9\\ud800"}'
+    assert json.loads(stored_json(["\udfff"])) == ["\udfff"]

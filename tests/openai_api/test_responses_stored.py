@@ -420,3 +420,52 @@ async def test_a_background_response_cut_by_a_restart_ends_failed_with_one_termi
             after.stop()
     finally:
         shutil.rmtree(state, ignore_errors=True)
+
+
+# --- found by the attack on stored responses -------------------------------------------------
+
+
+async def test_a_chain_of_turns_with_large_reasoning_items_keeps_only_what_the_model_reads(start_runtime, http):
+    # A reasoning item (its encrypted content) is never sent to a model and not counted by
+    # the input's limits: kept and carried on by each turn, it grew one object's storage to
+    # 32 MB in 16 turns, and the 17th was a 500.
+    runtime = start_runtime(SIZES)
+    mark = len(runtime.lines)
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e" * 1_900_000, "extra": "x" * 1000}
+    previous = None
+    for turn in range(4):
+        body = {"model": MODEL, "store": True, "input": [reasoning, {"role": "user", "content": f"turn {turn}", "mine": "y" * 1000}]}
+        if previous is not None:
+            body["previous_response_id"] = previous
+        answer = await http.post(runtime.url + "/v1/responses", json=body)
+        assert answer.status_code == 200, answer.text[:300]
+        previous = answer.json()["id"]
+    sizes = [record["storage_bytes"] for record in runtime.records(mark) if record["event"] == "chat_resumable_stored"]
+    assert len(sizes) == 4 and max(sizes) < 200_000, sizes
+
+
+async def test_a_stop_on_the_chat_streams_path_does_not_touch_a_stored_response(start_runtime, http):
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    started = await client.responses.create(model=MODEL, input="Go on", background=True)
+    stopped = await http.delete(f"{runtime.url}/api/chat/streams/{started.id[5:]}")
+    assert stopped.status_code == 404
+    assert (await client.responses.retrieve(started.id)).status == "in_progress"
+    await release(runtime, name)
+    assert (await wait_until_ended(client, started.id)).status == "completed"
+
+
+async def test_a_lone_surrogate_comes_back_as_it_was_sent_from_storage_and_history(start_runtime, http):
+    # JSON carries one as an escape; a JS string or a SQLite TEXT column would make it U+FFFD.
+    runtime = start_runtime(SCRIPTS)
+    raw = '{"model": "%s", "store": true, "input": "a\\ud800b"}' % MODEL
+    created = await http.post(runtime.url + "/v1/responses", content=raw, headers={"content-type": "application/json"})
+    assert created.status_code == 200, created.text[:300]
+    response_id = created.json()["id"]
+    again = await http.get(f"{runtime.url}/v1/responses/{response_id}")
+    assert again.json()["output"] == created.json()["output"]
+    assert again.json()["output"][0]["content"][0]["text"] == "a\ud800b"
+    continued = await http.post(runtime.url + "/v1/responses", json={"model": MODEL, "input": "remember", "previous_response_id": response_id})
+    lines = continued.json()["output"][0]["content"][0]["text"].splitlines()
+    assert lines[1:3] == ["user: a\ud800b", "assistant: a\ud800b"], lines

@@ -67,7 +67,7 @@ class ResponsesRequest:
     reasoning_summary: bool  # the client asked for a summary of the reasoning
     store: bool  # kept for RESUME_TTL_S (chat.resumable), readable by its id
     background: bool  # runs without its client (stored)
-    input_items: list[Any]  # the input as items, what a stored response keeps for a previous_response_id
+    input_items: list[Any]  # the input as it was read (`_kept_items`): what a stored response keeps for a previous_response_id
 
 
 def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
@@ -131,7 +131,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
                                   f"bytes at most; this request's take {head}. Send it with store: false.", param="store")
     return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options, "include_obfuscation", "stream_options.", default=True),
                             echo=echo, names=names, reasoning_summary=summary, store=store, background=background,
-                            input_items=_input_items(payload["input"]))
+                            input_items=_kept_items(payload["input"]))
 
 
 def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
@@ -523,3 +523,30 @@ def _input_items(items: Any) -> list[Any]:
     if isinstance(items, str):
         return [{"type": "message", "role": "user", "content": items}]
     return list(items) if isinstance(items, list) else []
+
+
+# What a stored response keeps of its (checked) input: the fields `_messages` reads, and no
+# more. The rest (a `reasoning` item's encrypted content, fields of the client's own) is
+# never sent to a model and is not counted by the input's limits, so kept and carried on by
+# each turn of a previous_response_id chain it would grow without bound.
+_KEPT_FIELDS = {
+    "message": ("role", "content"),
+    "function_call": ("call_id", "name", "namespace", "arguments"),
+    "function_call_output": ("call_id", "output"),
+}
+_KEPT_PART_FIELDS = ("type", "text", "refusal", "image_url")
+
+
+def _kept_items(items: Any) -> list[dict[str, Any]]:
+    kept: list[dict[str, Any]] = []
+    for item in _input_items(items):
+        kind = item.get("type", "message")
+        fields = _KEPT_FIELDS.get(kind)
+        if fields is None:
+            continue  # reasoning: never sent back to a model
+        entry: dict[str, Any] = {"type": kind, **{name: item[name] for name in fields if name in item}}
+        for name in ("content", "output"):
+            if isinstance(entry.get(name), list):
+                entry[name] = [{key: part[key] for key in _KEPT_PART_FIELDS if key in part} for part in entry[name]]
+        kept.append(entry)
+    return kept

@@ -13,7 +13,7 @@ from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, st
 from chat.api.validation import is_chat_id
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
-from chat.resumable.formats import FinalResponse, ReaderFormat
+from chat.resumable.formats import FinalResponse, ReaderFormat, stored_json
 from chat.resumable.protocol import Failure, ReadOrder, ResponseOrder, StartOrder
 from chat.turn import ChatTurn
 from chat.web import http
@@ -84,7 +84,7 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
         response_id=STORED_ID_PREFIX + str(object_id.toString()), created_at=created_at, echo=dict(request.echo),
         names=dict(request.names), reasoning_summary=request.reasoning_summary, obfuscation=request.obfuscation,
         background=request.background, reader=request.stream or not request.background, owner=owner,
-        input=json.dumps(request.input_items, ensure_ascii=False),
+        input=stored_json(request.input_items),
     )
     order = StartOrder(request_id=request_id, format=ReaderFormat.RESPONSES, call=call, response=stored)
     return await _received(namespace.get(object_id).begin_answer(order.to_json()))

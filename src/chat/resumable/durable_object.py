@@ -36,7 +36,7 @@ from chat.output.check import answer_check
 from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
-from chat.resumable.formats import RESPONSE_TERMINALS, ReaderFormat
+from chat.resumable.formats import RESPONSE_TERMINALS, AnswerKind, ReaderFormat, stored_json
 from chat.resumable.live import WriteBatch
 from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
 from chat.resumable.readers import Feed, Reader
@@ -155,7 +155,7 @@ class ChatStream(DurableObject):
             self._store.begin(row)
         else:
             encoder = stored.encoder(order.call.inputs.get("max_tokens"))
-            head = json.dumps(encoder.head(request_id=order.request_id, model=model), ensure_ascii=False)
+            head = stored_json(encoder.head(request_id=order.request_id, model=model))
             row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic(), head=head,
                                background=stored.background, owner=stored.owner)
             self._store.begin(row, input_text=stored.input)
@@ -282,6 +282,10 @@ class ChatStream(DurableObject):
 
     async def _stop_request(self) -> Any:
         answer = self._state()
+        if answer.row is not None and answer.row.kind is not AnswerKind.CHAT:
+            # DELETE /api/chat/streams/{id} stops an /api/chat answer only: a stored response
+            # is cancelled or deleted on its own paths, by its owner.
+            raise ApiError("stream_not_found")
         action = answer.stop()
         if action is Stop.NOT_FOUND:
             raise ApiError("stream_not_found")
@@ -350,7 +354,7 @@ class ChatStream(DurableObject):
         last = self._store.last_event() if not row.live else None
         if last is None or last.type not in RESPONSE_TERMINALS:
             return row.head
-        return json.dumps(json.loads(last.data)["response"], ensure_ascii=False)
+        return stored_json(json.loads(last.data)["response"])
 
     async def _cancel(self, answer: Answer) -> Any:
         row = answer.row
@@ -386,7 +390,7 @@ class ChatStream(DurableObject):
             raise ApiError("invalid_request", "previous_response_id: that response is still in progress; continue "
                            "from it once it has ended.", param="previous_response_id")
         history = {"input": json.loads(self._store.input_text()), "response": json.loads(self._object_text(answer))}
-        return ffi.response(json.dumps(history, ensure_ascii=False), 200, {"content-type": "application/json"})
+        return ffi.response(stored_json(history), 200, {"content-type": "application/json"})
 
     # --- plumbing ----------------------------------------------------------------------
 

@@ -511,9 +511,36 @@ const scenarios = {
     report.rendered = await renderedAnswer(page);
     await page.waitForTimeout(300); // a load or a handler would have run by now
     report.pwned = await page.evaluate(() => window.__pwned);
-    report.foreign = foreign;
+    report.foreign = [...foreign]; // what the rendered markdown asked for
+    const failed = [];
+    page.on("requestfailed", (request) => failed.push([request.url(), request.failure()?.errorText ?? ""]));
+    const answered = [];
+    page.on("response", (response) => { if (!response.url().startsWith(baseUrl)) answered.push(response.url()); });
     report.counts = await page.evaluate(() => Object.fromEntries(["script", "img", "iframe", "style", "object", "embed"].map(
       (tag) => [tag, document.querySelectorAll(`#messages ${tag}`).length])));
+    // The renderer's safety switched off: markup put into the answer as raw HTML. The page's
+    // Content-Security-Policy (public/_headers) must still stop every load and every script.
+    report.unsafe = await page.evaluate(async () => {
+      const violations = [];
+      document.addEventListener("securitypolicyviolation", (event) => violations.push(event.effectiveDirective));
+      const content = document.querySelector("li.message.assistant:last-child .content");
+      content.innerHTML = '<img src="https://images.example/leak.png"><img src="/missing.png" onerror="window.__pwned = 9">'
+        + '<iframe src="https://frames.example/"></iframe><link rel="stylesheet" href="https://styles.example/x.css">'
+        + '<object data="https://objects.example/x"></object>';
+      for (const source of ["https://scripts.example/x.js", null]) {
+        const script = document.createElement("script");
+        if (source) script.src = source;
+        else script.textContent = "window.__pwned = 10";
+        content.append(script);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      return { violations: [...new Set(violations)].sort(), pwned: window.__pwned };
+    });
+    // Chromium reports a load the policy stopped as a failed request (errorText "csp"),
+    // never sent (a host that does not resolve would fail otherwise).
+    report.unsafe.requested = foreign.slice(report.foreign.length);
+    report.unsafe.failed = failed;
+    report.unsafe.answered = answered;
   },
 
   /** Pathological markdown and a long answer: the page stays responsive. */

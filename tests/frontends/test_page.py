@@ -381,6 +381,11 @@ def test_the_page_and_its_modules_are_served_by_static_assets_at_the_root(run_pa
         response = httpx.get(run.runtime.url + path)
         assert response.status_code == 200 and "javascript" in response.headers["content-type"]
         assert "export" in response.text or "import" in response.text
+    # Its Content-Security-Policy (public/_headers) comes with the page and its modules.
+    for path in ("/", "/app.js"):
+        policy = httpx.get(run.runtime.url + path).headers["content-security-policy"]
+        assert "default-src 'self'" in policy and "script-src 'self';" in policy and "img-src 'self' data:;" in policy
+    assert httpx.get(run.runtime.url + "/_headers").status_code == 404  # the rules are not served
 
 
 def test_an_answer_appears_piece_by_piece_while_it_streams(run_pages):
@@ -646,6 +651,12 @@ def test_markdown_that_tries_to_run_script_or_load_a_resource_runs_nothing_and_l
     for shown_as_text in ("<script>window.__pwned = 1</script>", "javascript:window.__pwned=3", "<iframe", "The end."):
         assert shown_as_text in text, shown_as_text
     assert set(rendered["elements"]) <= {"p", "a"}, rendered["elements"]
+    # With the renderer bypassed, the Content-Security-Policy alone stops every load and script.
+    unsafe = report["unsafe"]
+    assert unsafe["pwned"] == 0 and unsafe["answered"] == []
+    assert unsafe["requested"] and all(error == "csp" for _, error in unsafe["failed"]), unsafe
+    assert sorted(url for url, _ in unsafe["failed"]) == sorted(unsafe["requested"]), unsafe
+    assert {"img-src", "frame-src", "style-src-elem", "script-src-elem", "script-src-attr", "object-src"} <= set(unsafe["violations"]), unsafe
 
 
 def test_copy_puts_the_code_and_the_answer_on_the_clipboard(run_pages):

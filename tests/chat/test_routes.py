@@ -61,7 +61,7 @@ def test_route_names_and_paths_are_unique():
 def test_a_preflight_allows_exactly_the_methods_of_its_route(route):
     reply = admitted("OPTIONS", concrete(route.path), origin="https://app.example", **{"access-control-request-method": route.methods[0]})
     assert isinstance(reply, Reply) and reply.status == 204
-    assert reply.headers["access-control-allow-methods"].split(", ") == [*route.methods, "OPTIONS"]
+    assert reply.headers["access-control-allow-methods"].split(", ") == [*route.served, "OPTIONS"]
 
 
 @pytest.mark.parametrize(
@@ -116,6 +116,8 @@ def test_a_wrong_method_is_405_with_allow_and_the_cors_headers_of_an_allowed_ori
     reply = call.error(error)
     assert reply.headers["access-control-allow-origin"] == "https://app.example" and reply.headers["allow"] == "POST, OPTIONS"
     assert refusal("POST", "/health").headers["allow"] == "GET, HEAD, OPTIONS"
+    assert refusal("POST", "/v1/models").headers["allow"] == "GET, HEAD, OPTIONS"  # HEAD wherever GET is
+    assert refusal("PUT", "/api/chat/streams/" + "ab" * 32).headers["allow"] == "GET, DELETE, HEAD, OPTIONS"
 
 
 def test_a_preflight_from_an_allowed_origin_gets_204_with_the_cors_grant():
@@ -236,6 +238,6 @@ def test_the_resumable_answers_paths_carry_their_id_to_the_handler(method, path,
 
 
 def test_a_resumable_answers_path_takes_only_its_methods():
-    assert refusal("POST", "/api/chat/streams/abc").headers["allow"] == "GET, DELETE, OPTIONS"
-    assert refusal("DELETE", "/api/ui-chat/chat-1/stream").headers["allow"] == "GET, OPTIONS"
+    assert refusal("POST", "/api/chat/streams/abc").headers["allow"] == "GET, DELETE, HEAD, OPTIONS"
+    assert refusal("DELETE", "/api/ui-chat/chat-1/stream").headers["allow"] == "GET, HEAD, OPTIONS"
     assert refusal("GET", "/api/chat/streams/a/b").code == "not_found"

@@ -459,7 +459,7 @@ async def test_a_stop_on_the_chat_streams_path_does_not_touch_a_stored_response(
 async def test_a_lone_surrogate_comes_back_as_it_was_sent_from_storage_and_history(start_runtime, http):
     # JSON carries one as an escape; a JS string or a SQLite TEXT column would make it U+FFFD.
     runtime = start_runtime(SCRIPTS)
-    raw = '{"model": "%s", "store": true, "input": "a\\ud800b"}' % MODEL
+    raw = json.dumps({"model": MODEL, "store": True, "input": "a\ud800b"})  # the surrogate as its escape
     created = await http.post(runtime.url + "/v1/responses", content=raw, headers={"content-type": "application/json"})
     assert created.status_code == 200, created.text[:300]
     response_id = created.json()["id"]

@@ -71,6 +71,8 @@ async def handle(request: Any, env: Any, ctx: Any) -> Any:
     except Exception as exc:  # noqa: BLE001 - never a stack trace to the client
         log("internal_error", request_id=exchange.request_id, detail=type(exc).__name__)
         reply = exchange.error(ApiError("internal_error"))
+    if exchange.request.method == "HEAD":
+        reply = replace(reply, body=None)  # as GET answers, without the body (no stream was made for it)
     return edge.respond(reply)
 
 
@@ -155,14 +157,15 @@ async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, 
 
 
 async def stream_reader(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    """GET: a reader of a resumable answer (204: a UI chat with none in progress);
-    DELETE: stop it."""
+    """GET: a reader of a resumable answer (204: a UI chat with none in progress); HEAD:
+    the same status and headers, and no reader; DELETE: stop it."""
     request = exchange.request
     target = (admitted.route.name, admitted.key or "")
     if request.method == "DELETE":
         await resumable.stop(edge.env, target[1])
         return exchange.reply(None, 204)
-    found = await resumable.read(edge.env, target, last_event_id=request.header("last-event-id"), accept=request.header("accept"))
+    found = await resumable.read(edge.env, target, last_event_id=request.header("last-event-id"), accept=request.header("accept"),
+                                 peek=request.method == "HEAD")
     if found is None:
         return exchange.reply(None, 204)
     body, headers = found
@@ -227,7 +230,7 @@ async def openai_stored_response(edge: JsEdge, exchange: Exchange, admitted: Adm
             raise ApiError("invalid_request", "starting_after is only allowed when stream is true.", param="starting_after")
         found = await resumable.response_call(edge.env, response_id, "describe_response", owner)
         return exchange.reply(str(await found.text()), 200, {"content-type": http.JSON_TYPE})
-    body = await resumable.read_response(edge.env, response_id, query.get("starting_after"), owner)
+    body = await resumable.read_response(edge.env, response_id, query.get("starting_after"), owner, peek=request.method == "HEAD")
     # Nothing after that sequence number, and the response has ended: an empty stream.
     return exchange.reply(body if body is not None else "", 200, ReaderFormat.RESPONSES.headers)
 

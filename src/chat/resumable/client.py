@@ -36,9 +36,11 @@ async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, f
     return response.body, format.headers
 
 
-async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, accept: str | None) -> tuple[Any, dict[str, str]] | None:
+async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, accept: str | None,
+               peek: bool = False) -> tuple[Any, dict[str, str]] | None:
     """A reader's body and headers from after `last_event_id`; None (204) when a UI chat
-    has no answer in progress, or the reader already has all of a finished answer. Raises
+    has no answer in progress, or the reader already has all of a finished answer. `peek`
+    (HEAD): no reader, and None for the body of a 200. Raises
     ApiError 400 for a malformed id or an event id this answer never sent, 404 for an
     unknown or expired answer."""
     namespace = env.CHAT_STREAMS
@@ -58,9 +60,9 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
                 raise ApiError("invalid_last_event_id") from None
         order = ReadOrder(after=after, format=ReaderFormat.negotiated(accept))
         stub = namespace.get(_object_id(namespace, key))
-    response = await _received(stub.read_answer(order.after, order.format.value, order.active_only, ""))
+    response = await _received(stub.read_answer(order.after, order.format.value, order.active_only, "", peek))
     # 204: the reader has every event of a finished answer (an EventSource stops there).
-    return None if response.status == 204 else (response.body, order.format.headers)
+    return None if response.status == 204 else (None if peek else response.body, order.format.headers)
 
 
 async def stop(env: Any, key: str) -> None:
@@ -106,9 +108,10 @@ async def response_call(env: Any, response_id: str, method: str, owner: str) -> 
     return await _received(getattr(stub, method)(owner))
 
 
-async def read_response(env: Any, response_id: str, starting_after: str | None, owner: str) -> Any | None:
+async def read_response(env: Any, response_id: str, starting_after: str | None, owner: str, *, peek: bool = False) -> Any | None:
     """A reader of a stored response's events after sequence number `starting_after`
-    (from the first when None); None when there are none left to send."""
+    (from the first when None); None when there are none left to send, or (`peek`, HEAD)
+    when no reader is wanted."""
     after = 0
     if starting_after is not None:
         text = starting_after.strip()
@@ -117,8 +120,8 @@ async def read_response(env: Any, response_id: str, starting_after: str | None, 
                            param="starting_after")
         after = int(text) + 1  # event ids count from 1, sequence numbers from 0
     stub = _response_object(env, response_id, "response_not_found")
-    response = await _received(stub.read_answer(after, ReaderFormat.RESPONSES.value, False, owner))
-    return None if response.status == 204 else response.body
+    response = await _received(stub.read_answer(after, ReaderFormat.RESPONSES.value, False, owner, peek))
+    return None if response.status == 204 or peek else response.body
 
 
 async def read_whole(body: Any) -> tuple[str, int]:

@@ -71,9 +71,10 @@ class ChatStream(DurableObject):
         """Start the answer a StartOrder (JSON) describes; the first reader's Response."""
         return await self._answering(lambda: self._start(StartOrder.from_json(str(order))))
 
-    async def read_answer(self, after: Any, format: Any, active_only: Any, owner: Any = "") -> Any:
-        """A reader's Response from after event `after`: its stream, 204 or a Failure."""
-        return await self._answering(lambda: self._read_now(ReadOrder.of(after, format, active_only, owner)))
+    async def read_answer(self, after: Any, format: Any, active_only: Any, owner: Any = "", peek: Any = False) -> Any:
+        """A reader's Response from after event `after`: its stream, 204 or a Failure
+        (`peek`: 200 instead of the stream, and no reader attached)."""
+        return await self._answering(lambda: self._read_now(ReadOrder.of(after, format, active_only, owner, peek)))
 
     async def stop_answer(self) -> Any:
         """Stop the answer being made (204), or a Failure."""
@@ -324,6 +325,8 @@ class ChatStream(DurableObject):
                                f"(sequence numbers 0 to {answer.last_id - 1}).", param="starting_after")
             raise ApiError("invalid_last_event_id")
         assert answer.row is not None  # SERVE: there is an answer
+        if order.peek:
+            return ffi.json_response(200)  # HEAD: a reader would attach, and none does
         return self._reader_response(answer, answer.row, order.format, order.after)
 
     def _reader_response(self, answer: Answer, row: AnswerRow, format: Any, after: int) -> Any:

@@ -1,7 +1,7 @@
 """What the Worker and its Durable Object say to each other, typed at both ends.
 
 The object is reached only through its binding, by RPC: `begin_answer(order)` with a
-StartOrder as JSON, `read_answer(after, format, active_only, owner)` (a ReadOrder's fields)
+StartOrder as JSON, `read_answer(after, format, active_only, owner, peek)` (a ReadOrder's fields)
 and `stop_answer()`; for a stored response of /v1/responses also `describe_response`,
 `cancel_response`, `delete_response` and `response_history`, each with its owner. Each returns a Response: the reader's stream, a 204, or a Failure (the
 error table's code) that the Worker raises as that ApiError. An exception raised in the
@@ -117,9 +117,10 @@ class ReadOrder:
     format: ReaderFormat = ReaderFormat.SSE
     active_only: bool = False
     owner: str = ""  # a stored response's reader (chat.resumable.client)
+    peek: bool = False  # HEAD: the status a reader would get, and no reader
 
     @staticmethod
-    def of(after: Any, format: Any, active_only: Any, owner: Any = "") -> ReadOrder:
+    def of(after: Any, format: Any, active_only: Any, owner: Any = "", peek: Any = False) -> ReadOrder:
         """The order from the values the object was called with, checked."""
         if type(after) is float and after.is_integer():
             after = int(after)  # a JS number may arrive as a float
@@ -133,7 +134,9 @@ class ReadOrder:
             raise MalformedOrder("format") from None
         if not isinstance(owner, str):
             raise MalformedOrder("owner")
-        return ReadOrder(after=after, format=reader_format, active_only=active_only, owner=owner)
+        if type(peek) is not bool:
+            raise MalformedOrder("peek")
+        return ReadOrder(after=after, format=reader_format, active_only=active_only, owner=owner, peek=peek)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -47,9 +47,15 @@ class Route:
         return surface_errors(self.path)
 
     @property
+    def served(self) -> tuple[str, ...]:
+        """Its methods, and HEAD wherever GET is: answered as GET is, without the body."""
+        head = ("HEAD",) if "GET" in self.methods and "HEAD" not in self.methods else ()
+        return (*self.methods, *head)
+
+    @property
     def allowed(self) -> str:
         """Its methods as 405's Allow and a preflight's allowed methods list them."""
-        return ", ".join((*self.methods, "OPTIONS"))
+        return ", ".join((*self.served, "OPTIONS"))
 
 
 ROUTES: tuple[Route, ...] = (
@@ -131,7 +137,7 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
     if found is None:
         raise ApiError("not_found")
     route = found.route
-    if route.handler is None and request.method in route.methods:
+    if route.handler is None and request.method in route.served:
         return exchange.json({"status": "ok"})
     config = read_config()
     origin = request.header("origin")
@@ -140,7 +146,7 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
     exchange.cors = http.cors_headers(origin)
     if request.method == "OPTIONS":
         return exchange.reply(None, 204, http.preflight_headers(origin, route.allowed, request.header("access-control-request-headers")))
-    if request.method not in route.methods:
+    if request.method not in route.served:
         raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.", headers={"allow": route.allowed})
     token = authorize(request.header("authorization"), config)
     if token is None and route.public_var is not None and not _is_public(route.public_var, config):

@@ -22,6 +22,7 @@ const transcript = $("transcript");
 const statusLine = $("status");
 const modelLine = $("model");
 const emptyHint = $("empty");
+const storageNotice = $("storage-notice");
 const settings = $("settings");
 const tokenInput = $("token");
 const chatsMenu = $("chats");
@@ -417,7 +418,7 @@ async function send(text, attached = []) {
   const images = attached.map(({ image }) => image);
   for (const { image, dataUrl } of attached) heldImages.set(image.id, dataUrl);
   chat.entries.push({ role: "user", content: text, ...(images.length ? { images } : {}) });
-  store.save(chat);
+  keep(chat);
   addMessage("user", text, turn, { images });
   drawChatList();
   await answer(addMessage("assistant", "", turn));
@@ -430,7 +431,7 @@ function regenerate(item) {
   const turn = Number(item.dataset.turn);
   if (chat.entries[turn]?.role !== "user") return;
   chat.entries.length = turn + 1;
-  store.save(chat);
+  keep(chat);
   const userItem = messagesList.querySelector(`li.message.user[data-turn="${turn}"]`);
   while (userItem?.nextElementSibling) userItem.nextElementSibling.remove();
   answer(addMessage("assistant", "", turn));
@@ -533,7 +534,7 @@ async function answer(item, { resume = null, round = 0, continued = null } = {})
   item.dataset.outcome = outcome.kind;
   const next = settle(owner, item, ended, calls, round, continued && { entry: continued, added: outcome.text });
   store.setPending(owner, null);
-  if (!owner.cleared) store.save(owner); // not after "Clear all chats"
+  if (!owner.cleared) keep(owner); // not after "Clear all chats"
   if (owner !== chat) return; // the user moved to another chat meanwhile
   drawChatList();
   if (next) {
@@ -691,11 +692,55 @@ function letGo(entries, messages) {
 
 // --- conversations ------------------------------------------------------------------------
 
+/** Saves `owner`, and says so once in the page when it cannot be kept. When another tab
+ * saved the same chat meanwhile, that tab's copy stays where it is and this tab's turns
+ * become a chat of their own: neither is lost, and this tab says which is which. */
+function keep(owner) {
+  let result = store.save(owner);
+  if (result === "conflict") {
+    owner.id = store.fork(owner).id;
+    result = store.save(owner);
+    if (owner === chat) {
+      store.setOpen(chat);
+      showStorageNotice("This chat was also continued in another tab. Its turns there are kept as they were; "
+        + "this tab's are kept as a new chat in the list.");
+    }
+  }
+  if (result !== "kept" && owner === chat && !owner.unkeptNoticeShown) {
+    owner.unkeptNoticeShown = true;
+    showStorageNotice(result === "too_large"
+      ? "This chat is too large to keep in this browser. It stays on screen until you leave or reload the page."
+      : "This browser's storage is full, so this chat is not kept. It stays on screen until you leave or reload the page.");
+  }
+  return result;
+}
+
+function showStorageNotice(text) {
+  storageNotice.textContent = text;
+  storageNotice.hidden = false;
+}
+
+// Another tab saved the chat open here: while this tab is not answering, and has nothing
+// the other does not, it shows that tab's turns too. Otherwise its next save keeps its own
+// turns apart (keep).
+window.addEventListener("storage", (event) => {
+  if (event.key !== store.keyOf(chat) || active || event.newValue === null) return;
+  const theirs = store.load(chat.id, { adopt: false });
+  if (!theirs || theirs.entries.length <= chat.entries.length) return;
+  const ours = JSON.stringify(chat.entries);
+  if (JSON.stringify(theirs.entries.slice(0, chat.entries.length)) !== ours) return;
+  chat = store.load(chat.id);
+  drawChat();
+  drawChatList();
+  statusLine.textContent = "This chat was continued in another tab; its new turns are shown.";
+});
+
 function openChat(next) {
   active?.controller.abort(); // its answer settles into its own chat
   active = null;
   setStreaming(false);
   clearRetries();
+  storageNotice.hidden = true;
   chat = next;
   store.setOpen(chat);
   drawChat();

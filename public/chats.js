@@ -5,6 +5,10 @@
 // Nothing here is sent anywhere; a chat never holds the access token. An image is kept as
 // its description and a small thumbnail (images.js), never its bytes: a chat that would
 // pass its bound drops its oldest thumbnails first.
+//
+// Two tabs may have one chat open. A save never overwrites what another tab saved since
+// this tab last read or wrote the chat: it reports a conflict, and the page keeps its own
+// turns as a chat of their own (app.js), so neither tab's turns are lost.
 import { MAX_IMAGES, carriedImages, isImage, placeholder } from "./images.js";
 
 const INDEX_KEY = "chat-page-chats-v1";
@@ -121,6 +125,12 @@ export class ChatStore {
   constructor(local, session) {
     this.local = local;
     this.session = session;
+    this.seen = new Map(); // chat id -> its text as this tab last read or wrote it
+  }
+
+  /** The storage key of `chat`, whose `storage` events tell another tab saved it. */
+  keyOf(chat) {
+    return CHAT_PREFIX + chat.id;
   }
 
   /** A new, empty chat: listed once it has a turn. */
@@ -134,18 +144,42 @@ export class ChatStore {
     return Array.isArray(index) ? index.filter((chat) => isText(chat?.id) && isText(chat.title) && Number.isFinite(chat.updated)) : [];
   }
 
-  load(id) {
-    const saved = readJson(this.local, CHAT_PREFIX + id);
+  /** The chat kept under `id`, or null. `adopt`: this tab now has what is stored, so its
+   * next save may overwrite it (false: only a look at another tab's save). */
+  load(id, { adopt = true } = {}) {
+    let text = null;
+    let saved = null;
+    try {
+      text = this.local.getItem(CHAT_PREFIX + id);
+      saved = JSON.parse(text ?? "null");
+    } catch {
+      return null;
+    }
     if (!saved || !Array.isArray(saved.entries) || !saved.entries.every(isEntry)) return null;
+    if (adopt) this.seen.set(id, text);
     return { id, entries: saved.entries };
   }
 
-  /** Keeps `chat` and puts it first in the list. Returns false when it could not be kept
-   * (too large, or storage refused); the page works on without it. */
+  /** A copy of `chat` under a new id, for the turns of this tab when another tab saved
+   * the same chat meanwhile. */
+  fork(chat) {
+    return { ...chat, id: newId() };
+  }
+
+  /** Keeps `chat` and puts it first in the list. Returns "kept"; "too_large" or "full"
+   * when it could not be kept (the page works on without it); "conflict" when another tab
+   * saved this chat since this one last read or wrote it (nothing is written then). */
   save(chat) {
-    if (chat.entries.length === 0) return true;
+    if (chat.entries.length === 0) return "kept";
+    let stored = null;
+    try {
+      stored = this.local.getItem(CHAT_PREFIX + chat.id);
+    } catch {
+      return "full";
+    }
+    if (stored !== null && this.seen.has(chat.id) && stored !== this.seen.get(chat.id)) return "conflict";
     const text = keptText(chat.entries);
-    if (text === null) return false;
+    if (text === null) return "too_large";
     const first = chat.entries.find((entry) => entry.role === "user");
     const words = first?.content.replace(/\s+/g, " ").trim() || (first?.images?.length ? `Image: ${first.images[0].name}` : "");
     const title = words.slice(0, TITLE_CHARS) || "Untitled";
@@ -155,12 +189,14 @@ export class ChatStore {
       try {
         this.local.setItem(CHAT_PREFIX + chat.id, text);
         this.local.setItem(INDEX_KEY, JSON.stringify(index));
-        return true;
+        this.seen.set(chat.id, text);
+        return "kept";
       } catch {
         // Quota: the oldest other chat makes room, until there is none left to drop.
         if (index.length <= 1) {
           this.local.removeItem(CHAT_PREFIX + chat.id);
-          return false;
+          this.seen.delete(chat.id);
+          return "full";
         }
         this.local.removeItem(CHAT_PREFIX + index.pop().id);
       }
@@ -172,6 +208,7 @@ export class ChatStore {
     for (const { id } of this.list()) this.local.removeItem(CHAT_PREFIX + id);
     this.local.removeItem(INDEX_KEY);
     this.session.removeItem(TAB_KEY);
+    this.seen.clear();
   }
 
   /** This tab has `chat` open. */

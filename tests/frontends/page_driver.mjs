@@ -1023,6 +1023,71 @@ const scenarios = {
     report.bodies = bodies.length;
   },
 
+  /** Two tabs on one chat: tab A streams a long answer while tab B, showing A's question as
+   * soon as A saved it, asks another and is answered; when A's answer ends, its save finds
+   * B's and keeps A's turns as a chat of their own, and A says so. */
+  async two_tabs(page, report) {
+    await ask(page, "Hello?");
+    await waitSettled(page);
+    const chatId = await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")).chatId);
+    const other = await page.context().newPage();
+    try {
+      await other.goto(page.url(), { waitUntil: "load" });
+      await other.waitForFunction(() => document.activeElement?.id === "input");
+      await other.locator("#chats summary").click();
+      await other.locator(`button.chat-link[data-chat-id="${chatId}"]`).click();
+      await ask(page, "Tell me a long story.");
+      await waitForFirstText(page);
+      await other.waitForFunction(() => document.querySelectorAll("li.message.user").length === 2); // A's question, adopted
+      report.otherStatus = await other.locator("#status").textContent();
+      await ask(other, "Hello again?");
+      await waitSettled(other);
+      await release("two-tabs-long-answer");
+      await waitSettled(page);
+      const users = (tab) => tab.locator("li.message.user .content").allTextContents();
+      report.a = { users: await users(page), notice: await page.locator("#storage-notice").textContent(),
+                   noticeShown: await page.locator("#storage-notice").isVisible(),
+                   chatId: await page.evaluate(() => JSON.parse(sessionStorage.getItem("chat-page-v1")).chatId) };
+      report.b = { users: await users(other) };
+      report.original = chatId;
+      report.kept = await page.evaluate((ids) => Object.fromEntries(ids.map((id) => [id,
+        JSON.parse(localStorage.getItem(`chat-page-chat-v1:${id}`) ?? "null")?.entries.map((entry) => [entry.role, entry.content])])),
+      [chatId, report.a.chatId]);
+    } finally {
+      await other.close();
+    }
+  },
+
+  /** chats.js's saves: a conflict with another tab's save, a chat too large, a full storage. */
+  async chat_store(page, report) {
+    Object.assign(report, await page.evaluate(async () => {
+      const { ChatStore } = await import("/chats.js");
+      const items = new Map();
+      let full = false;
+      const local = { getItem: (key) => items.get(key) ?? null, removeItem: (key) => items.delete(key),
+                      setItem: (key, value) => { if (full) throw new DOMException("quota", "QuotaExceededError"); items.set(key, String(value)); } };
+      const session = { getItem: () => null, setItem: () => {}, removeItem: () => {} };
+      const [a, b] = [new ChatStore(local, session), new ChatStore(local, session)];
+      const turn = (text) => [{ role: "user", content: text }, { role: "assistant", content: `About ${text}.` }];
+      const first = { id: "shared", entries: turn("one") };
+      const results = { first: a.save(first) };
+      const inA = a.load("shared");
+      const inB = b.load("shared");
+      inB.entries.push(...turn("two, in B"));
+      results.b = b.save(inB);
+      inA.entries.push(...turn("two, in A"));
+      results.aConflict = a.save(inA);
+      const forked = a.fork(inA);
+      results.aForked = a.save(forked);
+      results.kept = { shared: b.load("shared").entries.map((entry) => entry.content), forked: a.load(forked.id).entries.map((entry) => entry.content) };
+      results.again = b.save({ ...inB, entries: [...inB.entries, ...turn("three, in B")] }); // its own save: no conflict
+      results.tooLarge = a.save({ id: "huge", entries: turn("x".repeat(1_000_001)) });
+      full = true;
+      results.full = a.save({ id: "another", entries: turn("y") });
+      return results;
+    }));
+  },
+
   /** chats.js keeping a chat of many images within its bound, and refusing a kept image
    * that is not a data: URL (storage can be edited by hand). */
   async image_storage(page, report) {

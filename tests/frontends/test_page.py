@@ -43,6 +43,7 @@ from tests.frontends.upstreams import (
     NEXT_ANSWER,
     NEXT_QUESTION,
     NO_SUCH_ZONE,
+    QUICK_ANSWER,
     RATE_LIMITED,
     SLOW_ANSWER,
     STEP_MS,
@@ -52,6 +53,7 @@ from tests.frontends.upstreams import (
     TOKEN,
     TOOL_QUESTION,
     TOOL_TEXT,
+    TWO_TABS,
     UNKNOWN_END_TEXT,
     expected_answer,
     shown,
@@ -274,11 +276,37 @@ def test_a_refused_image_is_explained_by_its_name_and_the_turn_goes_back_into_th
 
 def test_a_chat_of_many_images_drops_its_oldest_thumbnails_to_stay_kept_and_a_remote_image_url_is_refused(run_pages):
     report = image_run(run_pages).report("image_storage")
-    assert report["saved"] is True and report["keptChars"] <= MAX_CHAT_CHARS
+    assert report["saved"] == "kept" and report["keptChars"] <= MAX_CHAT_CHARS
     kept = report["withThumb"]
     assert 10 < len(kept) < 30 and kept == [f"Picture {turn}" for turn in range(30 - len(kept), 30)], "the newest keep theirs"
     assert report["onScreenKeepsAll"] == 30, "the chat on screen is not changed"
     assert report["hostileLoaded"] is None, "a kept image that is not a data: URL of an image is not loaded"
+
+
+# --- keeping chats: storage that refuses, and two tabs on one chat -------------------------
+
+
+def test_a_save_over_another_tabs_save_is_refused_and_both_copies_are_kept(run_pages):
+    report = run_pages(TWO_TABS, ("chat_store",)).report("chat_store")
+    assert "failed" not in report, report.get("failed")
+    assert (report["first"], report["b"], report["aConflict"], report["aForked"], report["again"]) == (
+        "kept", "kept", "conflict", "kept", "kept")
+    assert report["kept"] == {"shared": ["one", "About one.", "two, in B", "About two, in B."],
+                              "forked": ["one", "About one.", "two, in A", "About two, in A."]}
+    assert (report["tooLarge"], report["full"]) == ("too_large", "full")
+
+
+def test_two_tabs_on_one_chat_lose_no_turn_and_the_tab_whose_copy_moved_says_so(run_pages):
+    run = run_pages(TWO_TABS, ("two_tabs",))
+    report = run.report("two_tabs")
+    assert "failed" not in report, report.get("failed")
+    assert "another tab" in report["otherStatus"], "tab B showed A's question when A saved it"
+    assert report["b"]["users"] == ["Hello?", "Tell me a long story.", "Hello again?"]
+    assert report["a"]["users"] == ["Hello?", "Tell me a long story."]
+    assert report["a"]["chatId"] != report["original"] and report["a"]["noticeShown"] and "another tab" in report["a"]["notice"]
+    kept = report["kept"]
+    assert kept[report["original"]][-2:] == [["user", "Hello again?"], ["assistant", QUICK_ANSWER]], "B's copy stays where it was"
+    assert kept[report["a"]["chatId"]][-2:] == [["user", "Tell me a long story."], ["assistant", "Once upon a time."]], "A's turns are kept apart"
 
 
 # --- tool calls: markup, bad input, unknown tools and the bound on rounds ----------------

@@ -57,6 +57,14 @@ LONG_STORY = "Tell me a long story."
 # second turn was sent).
 FIRST_QUESTION = "How does the answer reach this page?\nBriefly, please."
 FIRST_HELD = "first-answer-typed-ahead"
+# Two tabs on one chat (page scenario "two_tabs"): tab A's long answer waits after its first
+# piece until the driver releases TWO_TABS_HELD, while tab B asks and gets a quick answer.
+TWO_TABS_HELD = "two-tabs-long-answer"
+QUICK_ANSWER = "A quick answer."
+TWO_TABS = scripted_options(
+    [native_frame(QUICK_ANSWER), done_frame()],
+    prompts={LONG_STORY: script([native_frame("Once"), held(TWO_TABS_HELD), native_frame(" upon a time."), done_frame()])},
+)
 _STORY_STEPS = story_steps(STEP_MS)
 SLOW_ANSWER = scripted_options(
     _STORY_STEPS,

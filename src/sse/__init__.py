@@ -16,7 +16,7 @@ from ._errors import (
     StreamClosedError,
 )
 from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
-from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
+from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded, portable_json
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
 from ._numbering import FAST_PATH_MAX_CHARS, FrameNumberer
 from ._openai_encoder import (
@@ -105,5 +105,6 @@ __all__ = [
     "openai_finish_reason",
     "openai_usage",
     "parse_event_id",
+    "portable_json",
     "responses_usage",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, NoReturn
 
-__all__ = ["MAX_JSON_DEPTH", "JSONDepthError", "JSONNumber", "dumps_exact", "loads_bounded", "loads_exact"]
+__all__ = ["MAX_JSON_DEPTH", "JSONDepthError", "JSONNumber", "dumps_exact", "loads_bounded", "loads_exact", "portable_json"]
 
 # Our own documents nest 3 levels (a chat body) to 6 (an OpenAI tool-call chunk); AI SDK
 # UI messages with tool parts a few more. 64 leaves room for real payloads and is a
@@ -124,3 +124,15 @@ def dumps_exact(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(dumps_exact(item) for item in value) + "]"
     return json.dumps(value, ensure_ascii=False)
+
+
+# A lone surrogate: JSON can carry one (`"\ud800"`) and a Python str holds it, but a JS
+# string, a SQLite TEXT column or a strict UTF-8 encode would turn it into U+FFFD or fail.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def portable_json(value: object) -> str:
+    """JSON text of `value` that crosses into JS and storage unchanged: UTF-8 text as it is,
+    and, when it holds a lone surrogate, every non-ASCII character as its escape."""
+    text = json.dumps(value, ensure_ascii=False)
+    return json.dumps(value) if _SURROGATE.search(text) else text

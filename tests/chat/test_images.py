@@ -360,3 +360,6 @@ def test_data_urls_count_as_images_only_where_a_route_reads_an_image() -> None:
                           {"parts": [{"type": "file", "url": url}, {"type": "text", "url": url}]}]}
     split = split_body(json.dumps(value).encode(), 65536)
     assert len(split.urls) == 4 and split.restored(json.loads(split.rest)) == (value, 2 * len(url))
+    responses = {"input": [{"content": [{"type": "input_image", "image_url": url}, {"type": "input_text", "image_url": url}]}]}
+    split = split_body(json.dumps(responses).encode(), 65536)
+    assert split.restored(json.loads(split.rest)) == (responses, len(url))  # OpenAI Responses' input_image part

@@ -16,11 +16,11 @@ from chat.api.responses import continued, stored_response_key, validate_response
 from chat.config import Config
 from chat.model.call import ModelCall
 from chat.resumable.answer import BACKGROUND_LIMIT_S, Answer, AnswerRow, Tick, Timing
-from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat, stored_json
-from chat.resumable.protocol import Failure, MalformedOrder, ResponseOrder, StartOrder
+from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat
+from chat.resumable.protocol import Failure, MalformedOrder, ResponseOrder, StartOrder, images_by_reference, images_restored
 from chat.web import http
 from chat.web.errors import ApiError
-from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, ResponsesEncoder
+from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, ResponsesEncoder, portable_json
 from tests.sse.support import stats
 
 CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
@@ -36,7 +36,7 @@ CALL = ModelCall(models=("@cf/zai-org/glm-4.7-flash",), inputs={"messages": [{"r
 def order(**changes: object) -> ResponseOrder:
     fields: dict[str, object] = {"response_id": RESPONSE_ID, "created_at": 1_800_000_000, "echo": ECHO, "names": {"ns__f": ("ns", "f")},
                                  "reasoning_summary": False, "obfuscation": True, "background": True, "reader": False,
-                                 "owner": "token:abc", "input": '[{"role":"user","content":"hi"}]'}
+                                 "owner": "token:abc", "input": [{"type": "message", "role": "user", "content": "hi"}]}
     return ResponseOrder(**{**fields, **changes})  # type: ignore[arg-type]
 
 
@@ -87,7 +87,7 @@ def test_a_start_order_for_a_stored_response_goes_there_and_back_whole():
     {"format": "sse"},  # a response's details on another kind of answer
     {"response": None},  # a response without them
     {"response.background": "yes"}, {"response.created_at": 1.5}, {"response.echo": []}, {"response.names": {"a": ["b"]}},
-    {"response.owner": None}, {"response.input": 5},
+    {"response.owner": None}, {"response.input": "[]"},
 ])
 def test_a_malformed_stored_response_order_is_refused(change):
     payload = json.loads(StartOrder(request_id="r1", format=ReaderFormat.RESPONSES, call=CALL, response=order()).to_json())
@@ -247,7 +247,48 @@ def test_a_stored_input_keeps_only_the_fields_the_model_reads():
     ]
 
 
-def test_stored_json_keeps_utf8_and_escapes_a_lone_surrogate():
-    assert stored_json({"t": "é"}) == '{"t": "é"}'
-    assert stored_json({"t": "é\ud800"}) == '{"t": "\\u00e9\\ud800"}'
-    assert json.loads(stored_json(["\udfff"])) == ["\udfff"]
+@pytest.mark.parametrize(("item", "kept"), [
+    # Fields a part of its type does not have, found riding along a chain by the second attack.
+    ({"role": "user", "content": [{"type": "input_text", "text": "t", "image_url": "A" * 100, "refusal": "B"}]},
+     {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "t"}]}),
+    ({"role": "assistant", "content": [{"type": "output_text", "text": "ok", "image_url": "C"}, {"type": "refusal", "refusal": "no", "text": "D"}]},
+     {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}, {"type": "refusal", "refusal": "no"}]}),
+    ({"role": "developer", "content": " " * 1000}, None),  # left out of the turn: not kept
+    ({"type": "function_call", "call_id": "c", "name": "f", "arguments": "x" * 1000},
+     {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}),  # sent to the model as {}
+])
+def test_a_stored_input_keeps_what_the_model_was_sent_and_nothing_beside(item, kept):
+    call = item.get("type") == "function_call"
+    last = {"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "a", "refusal": "F"}]} if call \
+        else {"role": "user", "content": "next"}
+    request = validate_responses({"model": "@cf/zai-org/glm-4.7-flash", "store": True,
+                                  "input": [{"role": "user", "content": "hi"}, item, last]}, CONFIG)
+    kept_last = {"type": "function_call_output", "call_id": "c", "output": "a"} if call else {"type": "message", "role": "user", "content": "next"}
+    assert request.input_items == [{"type": "message", "role": "user", "content": "hi"}, *([] if kept is None else [kept]), kept_last]
+
+
+def test_a_head_with_a_lone_surrogate_is_sized_as_it_will_be_kept():
+    request = validate_responses({"model": "@cf/zai-org/glm-4.7-flash", "store": True, "input": "hi", "instructions": "a\ud800b",
+                                  "metadata": {"k\ud800": "v\udfff"}}, CONFIG)
+    assert request.store and request.echo["instructions"] == "a\ud800b"
+
+
+def test_portable_json_keeps_utf8_and_escapes_a_lone_surrogate():
+    assert portable_json({"t": "é"}) == '{"t": "é"}'
+    assert portable_json({"t": "é\ud800"}) == '{"t": "\\u00e9\\ud800"}'
+    assert json.loads(portable_json(["\udfff"])) == ["\udfff"]
+
+
+def test_an_image_the_call_carries_travels_once_and_is_put_back_as_it_was():
+    url, other = "data:image/png;base64,AAAA", "data:image/png;base64,BBBB"
+    messages = [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": url}}]},
+                {"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "a"}, {"type": "input_image", "image_url": url}]},
+             {"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": other}]},
+             {"type": "function_call_output", "call_id": "c", "output": "x"}]
+    sent = images_by_reference(items, messages)
+    assert sent[0]["content"][1] == {"type": "input_image", "image_ref": 0} and sent[1] == items[1]  # not the call's: inline
+    assert images_restored(json.loads(json.dumps(sent)), messages) == items
+    for ref in (1, -1, "0", None):
+        with pytest.raises(MalformedOrder):
+            images_restored([{"type": "message", "role": "user", "content": [{"type": "input_image", "image_ref": ref}]}], messages)

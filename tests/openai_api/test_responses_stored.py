@@ -35,6 +35,7 @@ from tests.harness.scenarios import (
     transcript,
     usage_frame,
 )
+from tests.image_files import data_url, png
 from tests.openai_api.test_openai_sdk import MODEL, sdk
 from tests.openai_api.test_responses_sdk import assert_well_ordered
 
@@ -469,3 +470,53 @@ async def test_a_lone_surrogate_comes_back_as_it_was_sent_from_storage_and_histo
     continued = await http.post(runtime.url + "/v1/responses", json={"model": MODEL, "input": "remember", "previous_response_id": response_id})
     lines = continued.json()["output"][0]["content"][0]["text"].splitlines()
     assert lines[1:3] == ["user: a\ud800b", "assistant: a\ud800b"], lines
+
+
+def padded_png(size: int) -> bytes:
+    """A PNG of `size` bytes: a valid header, then padding a header reader ignores."""
+    head = png(1, 1)
+    return head + b"\x00" * (size - len(head))
+
+
+async def test_a_chain_at_every_bound_is_stored_and_continued(start_runtime, http):
+    # The second attack: the order that starts a stored response carries its turn twice (the
+    # model's call, the input kept), and ASCII escapes made an emoji 12 bytes a copy: two
+    # turns of 480,000 emoji and three images of 1.45 MB went past what one RPC message may
+    # carry, a 500. Every body here is within the bounds, and every turn is answered.
+    runtime = start_runtime(SIZES)
+    mark = len(runtime.lines)
+    vision = "@cf/google/gemma-4-26b-a4b-it"  # 1,000,000 characters of input; it takes images
+    turns = [[{"role": "user", "content": EMOJI * 480_000}]] * 2
+    turns += [[{"role": "user", "content": [{"type": "input_text", "text": f"image {k}"},
+                                            {"type": "input_image", "image_url": data_url(padded_png(1_450_000 + k))}]}] for k in range(4)]
+    previous = None
+    for number, items in enumerate(turns):
+        body = {"model": vision, "store": True, "input": items, **({"previous_response_id": previous} if previous else {})}
+        answer = await http.post(runtime.url + "/v1/responses", content=json.dumps(body, ensure_ascii=False).encode(),
+                                 headers={"content-type": "application/json"})
+        assert answer.status_code == 200, (number, answer.text[:300])
+        previous = answer.json()["id"]
+    assert not runtime.crash_lines(mark)
+
+
+async def test_a_lone_surrogate_in_what_a_stored_response_repeats_is_kept(start_runtime, http):
+    runtime = start_runtime(SCRIPTS)
+    raw = json.dumps({"model": MODEL, "store": True, "instructions": "ins\ud800tr", "metadata": {"k\ud800": "v\udfff"},
+                      "tools": [{"type": "function", "name": "f", "description": "d\ud800", "parameters": {"type": "object"}}],
+                      "input": "Hello"})
+    created = await http.post(runtime.url + "/v1/responses", content=raw, headers={"content-type": "application/json"})
+    assert created.status_code == 200, created.text[:300]
+    again = (await http.get(f"{runtime.url}/v1/responses/{created.json()['id']}")).json()
+    assert again["instructions"] == "ins\ud800tr" and again["metadata"] == {"k\ud800": "v\udfff"}
+    assert again["tools"][0]["description"] == "d\ud800"
+
+
+async def test_an_image_on_responses_may_take_the_room_images_have_beyond_the_body_limit(start_runtime, http):
+    # A data URL in an input_image part was counted as body: a 3 MB image was a 413 here
+    # and a 200 on /v1/chat/completions.
+    runtime = start_runtime(SIZES)
+    image = data_url(padded_png(3_000_000))
+    body = {"model": "@cf/google/gemma-4-26b-a4b-it", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": image}]}]}
+    answer = await http.post(runtime.url + "/v1/responses", json=body)
+    assert answer.status_code == 200, answer.text[:300]

@@ -49,7 +49,8 @@ class SplitBody:
         """`value` (the rest, parsed) with each placeholder replaced by its data URL, in
         place, without recursion (the parse bounds the depth, not the width); and the
         characters of the data URLs put back where a route reads an image: the `url` of an
-        `image_url` object (OpenAI's part) or of a `file` part (the AI SDK's)."""
+        `image_url` object (OpenAI's part) or of a `file` part (the AI SDK's), or the
+        `image_url` of an `input_image` part (OpenAI's Responses)."""
         if not self.urls:
             return value, 0
         at_images = 0
@@ -62,7 +63,8 @@ class SplitBody:
                     url = self.urls.get(item)
                     if url is not None:
                         node[key] = url
-                        if key == "url" and (name == "image_url" or node.get("type") == "file"):
+                        if (key == "url" and (name == "image_url" or node.get("type") == "file")) or (
+                                key == "image_url" and node.get("type") == "input_image"):
                             at_images += len(url)
                 elif isinstance(item, dict | list):
                     stack.append((item, key))

@@ -25,7 +25,6 @@ the field as the client sent it (`input[3].content[1]`, `tools[2].parameters`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -37,7 +36,7 @@ from chat.api.validation import WHITESPACE, checked_max_tokens, checked_turn
 from chat.config import Config
 from chat.turn import ChatTurn, OutputFormat
 from chat.web.errors import ApiError, invalid_request
-from sse import MAX_STORED_HEAD_BYTES
+from sse import MAX_STORED_HEAD_BYTES, portable_json
 
 MAX_METADATA_PAIRS = 16  # OpenAI's bounds on metadata
 MAX_METADATA_KEY_CHARS = 64
@@ -124,7 +123,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
         "store": store, "truncation": "disabled",
     }
     if store:
-        head = len(json.dumps(echo, ensure_ascii=False).encode())
+        head = len(portable_json(echo).encode())  # as the object will keep it (a lone surrogate escaped)
         if head > MAX_STORED_HEAD_BYTES:
             # Every event that carries the Response object repeats them (sse.MAX_STORED_HEAD_BYTES).
             raise invalid_request(f"store: a stored response keeps its instructions, tools and metadata in {MAX_STORED_HEAD_BYTES} "
@@ -525,28 +524,30 @@ def _input_items(items: Any) -> list[Any]:
     return list(items) if isinstance(items, list) else []
 
 
-# What a stored response keeps of its (checked) input: the fields `_messages` reads, and no
-# more. The rest (a `reasoning` item's encrypted content, fields of the client's own) is
-# never sent to a model and is not counted by the input's limits, so kept and carried on by
-# each turn of a previous_response_id chain it would grow without bound.
-_KEPT_FIELDS = {
-    "message": ("role", "content"),
-    "function_call": ("call_id", "name", "namespace", "arguments"),
-    "function_call_output": ("call_id", "output"),
-}
-_KEPT_PART_FIELDS = ("type", "text", "refusal", "image_url")
+# What a stored response keeps of its (checked) input: what the model was sent of it, and
+# no more. The rest (a `reasoning` item's encrypted content, a system message left out,
+# fields a part of its type does not have, arguments sent as "{}") is never read and not
+# counted by the input's limits, so kept and carried on by each turn of a
+# previous_response_id chain it would grow without bound (the attack on issue 32).
+_PART_FIELD = {"input_text": "text", "output_text": "text", "refusal": "refusal", "input_image": "image_url"}
 
 
 def _kept_items(items: Any) -> list[dict[str, Any]]:
     kept: list[dict[str, Any]] = []
     for item in _input_items(items):
         kind = item.get("type", "message")
-        fields = _KEPT_FIELDS.get(kind)
-        if fields is None:
-            continue  # reasoning: never sent back to a model
-        entry: dict[str, Any] = {"type": kind, **{name: item[name] for name in fields if name in item}}
-        for name in ("content", "output"):
-            if isinstance(entry.get(name), list):
-                entry[name] = [{key: part[key] for key in _KEPT_PART_FIELDS if key in part} for part in entry[name]]
-        kept.append(entry)
+        if kind == "message":
+            content = item.get("content")
+            if isinstance(content, list):
+                content = [{"type": part["type"], field: part[field]} for part in content
+                           if (field := _PART_FIELD.get(part.get("type"), "")) in part]
+            if item["role"] in ("system", "developer") and not _joined_text(content, "input", ("input_text",)).strip(WHITESPACE):
+                continue  # left out of the turn (`_message`)
+            kept.append({"type": "message", "role": item["role"], "content": content})
+        elif kind == "function_call":
+            call = {"type": kind, "call_id": item["call_id"], "name": item["name"],
+                    "arguments": tool_checks.checked_arguments(item.get("arguments"), "arguments")}
+            kept.append(call if item.get("namespace") is None else {**call, "namespace": item["namespace"]})
+        elif kind == "function_call_output":
+            kept.append({"type": kind, "call_id": item["call_id"], "output": _output_text(item.get("output"), "output")})
     return kept

@@ -13,8 +13,8 @@ from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, st
 from chat.api.validation import is_chat_id
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
-from chat.resumable.formats import FinalResponse, ReaderFormat, stored_json
-from chat.resumable.protocol import Failure, ReadOrder, ResponseOrder, StartOrder
+from chat.resumable.formats import FinalResponse, ReaderFormat
+from chat.resumable.protocol import Failure, ReadOrder, ResponseOrder, StartOrder, images_by_reference
 from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
@@ -32,7 +32,7 @@ async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, f
         object_id = _chat_object(namespace, turn.chat_id)
         stream_id = None
     order = StartOrder(request_id=request_id, format=format, call=call, stream_id=stream_id, message_id=turn.continues_message)
-    response = await _received(namespace.get(object_id).begin_answer(order.to_json()))
+    response = await _received(namespace.get(object_id).begin_answer(_sent(order)))
     return response.body, format.headers
 
 
@@ -86,10 +86,10 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
         response_id=STORED_ID_PREFIX + str(object_id.toString()), created_at=created_at, echo=dict(request.echo),
         names=dict(request.names), reasoning_summary=request.reasoning_summary, obfuscation=request.obfuscation,
         background=request.background, reader=request.stream or not request.background, owner=owner,
-        input=stored_json(request.input_items),
+        input=images_by_reference(request.input_items, call.inputs["messages"]),
     )
     order = StartOrder(request_id=request_id, format=ReaderFormat.RESPONSES, call=call, response=stored)
-    return await _received(namespace.get(object_id).begin_answer(order.to_json()))
+    return await _received(namespace.get(object_id).begin_answer(_sent(order)))
 
 
 async def with_history(env: Any, payload: Any, owner: str) -> Any:
@@ -146,6 +146,12 @@ def _response_object(env: Any, response_id: Any, missing: str, *, param: str | N
         except JsException:
             pass  # well-formed, but not an id of this namespace
     raise ApiError(missing, param=param)
+
+
+def _sent(order: StartOrder) -> Any:
+    # As text: Python's RPC converts a byte array to bytes an element at a time (8 s for
+    # 8 MB, where the same order as a string took 0.3 s on 2026-12-02).
+    return order.to_json()
 
 
 def _chat_object(namespace: Any, chat_id: str) -> Any:

@@ -36,16 +36,16 @@ from chat.output.check import answer_check
 from chat.platform import ffi
 from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
-from chat.resumable.formats import RESPONSE_TERMINALS, AnswerKind, ReaderFormat, stored_json
+from chat.resumable.formats import RESPONSE_TERMINALS, AnswerKind, ReaderFormat
 from chat.resumable.live import WriteBatch
-from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder
+from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder, images_restored
 from chat.resumable.readers import Feed, Reader
 from chat.resumable.store import AnswerStore
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import StreamRelay, load_plumbing
 from chat.stream.upstream import start_model_stream
 from chat.web.errors import ApiError
-from sse import MAX_STORED_EVENT_BYTES, FrameNumberer, Reframer, StoredEvent
+from sse import MAX_STORED_EVENT_BYTES, FrameNumberer, Reframer, StoredEvent, portable_json
 
 # How long a stop (DELETE, a new turn of a UI chat) waits for the answer's pipe to settle.
 STOP_WAIT_S = 2.0
@@ -156,10 +156,10 @@ class ChatStream(DurableObject):
             self._store.begin(row)
         else:
             encoder = stored.encoder(order.call.inputs.get("max_tokens"))
-            head = stored_json(encoder.head(request_id=order.request_id, model=model))
+            head = portable_json(encoder.head(request_id=order.request_id, model=model))
             row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic(), head=head,
                                background=stored.background, owner=stored.owner)
-            self._store.begin(row, input_text=stored.input)
+            self._store.begin(row, input_text=portable_json(images_restored(stored.input, order.call.inputs["messages"])))
             padding = padding if stored.obfuscation else 0
         self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=encoder,
@@ -357,7 +357,7 @@ class ChatStream(DurableObject):
         last = self._store.last_event() if not row.live else None
         if last is None or last.type not in RESPONSE_TERMINALS:
             return row.head
-        return stored_json(json.loads(last.data)["response"])
+        return portable_json(json.loads(last.data)["response"])
 
     async def _cancel(self, answer: Answer) -> Any:
         row = answer.row
@@ -393,7 +393,7 @@ class ChatStream(DurableObject):
             raise ApiError("invalid_request", "previous_response_id: that response is still in progress; continue "
                            "from it once it has ended.", param="previous_response_id")
         history = {"input": json.loads(self._store.input_text()), "response": json.loads(self._object_text(answer))}
-        return ffi.response(stored_json(history), 200, {"content-type": "application/json"})
+        return ffi.response(portable_json(history), 200, {"content-type": "application/json"})
 
     # --- plumbing ----------------------------------------------------------------------
 

@@ -5,7 +5,6 @@ from it. Pure Python."""
 from __future__ import annotations
 
 import json
-import re
 from enum import Enum
 
 from chat.web import http
@@ -24,19 +23,8 @@ from sse import (
     StoredEvent,
     UIMessageStreamEncoder,
     openai_error,
+    portable_json,
 )
-
-# A lone surrogate: JSON can carry one (`"\ud800"`), a Python str holds it, but a JS string
-# or a SQLite TEXT column (UTF-8) would turn it into U+FFFD.
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def stored_json(value: object) -> str:
-    """JSON text of `value` that crosses into JS and storage unchanged: UTF-8 text as it is,
-    and, when it holds a lone surrogate, every non-ASCII character as its escape."""
-    text = json.dumps(value, ensure_ascii=False)
-    return json.dumps(value) if _SURROGATE.search(text) else text
-
 
 # The events that end a stored response of /v1/responses (a cancel ends it `response.failed`
 # with the status `cancelled`).
@@ -139,4 +127,4 @@ class FinalResponse:
         if code is not None:
             return json.dumps(openai_error(code, ERROR_MESSAGES[code])), ERROR_CODES[code].status
         assert self._response is not None
-        return stored_json(json.loads(self._response)["response"]), 200
+        return portable_json(json.loads(self._response)["response"]), 200

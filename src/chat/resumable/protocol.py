@@ -17,13 +17,15 @@ Workers RPC docs list ReadableStream among the types RPC carries.)
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from chat.api.images import urls_in
 from chat.model.call import ModelCall
 from chat.resumable.formats import AnswerKind, ReaderFormat
 from chat.web.errors import ApiError
-from sse import ERROR_CODES, MAX_EVENT_ID_DIGITS, MAX_STORED_ANSWER_CHARS, ResponsesEncoder
+from sse import ERROR_CODES, MAX_EVENT_ID_DIGITS, MAX_STORED_ANSWER_CHARS, ResponsesEncoder, portable_json
 
 
 class MalformedOrder(ValueError):
@@ -47,7 +49,7 @@ class ResponseOrder:
     background: bool
     reader: bool
     owner: str
-    input: str
+    input: list[Any]  # the input items as kept (chat.api.responses), stored as JSON by the object
 
     def encoder(self, max_tokens: int | None) -> ResponsesEncoder:
         return ResponsesEncoder(created_at=self.created_at, response=self.echo, names=self.names, max_tokens=max_tokens,
@@ -69,7 +71,7 @@ class ResponseOrder:
         return ResponseOrder(response_id=_text(order["response_id"]), created_at=created_at, echo=order["echo"], names=names,
                              reasoning_summary=_flag(order["reasoning_summary"]), obfuscation=_flag(order["obfuscation"]),
                              background=_flag(order["background"]), reader=_flag(order["reader"]), owner=_text(order["owner"]),
-                             input=_text(order["input"]))
+                             input=_list(order["input"]))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -88,9 +90,12 @@ class StartOrder:
         return self.format.kind
 
     def to_json(self) -> str:
-        return json.dumps({"request_id": self.request_id, "format": self.format.value, "stream_id": self.stream_id,
-                           "message_id": self.message_id, "call": self.call.as_order(),
-                           "response": None if self.response is None else self.response.as_order()})
+        # UTF-8 text as it is: a stored response carries its turn twice (the model's call and
+        # the input it keeps), and ASCII escapes would make an emoji 12 bytes a copy, past
+        # what one RPC message may carry (the attack on issue 32).
+        return portable_json({"request_id": self.request_id, "format": self.format.value, "stream_id": self.stream_id,
+                              "message_id": self.message_id, "call": self.call.as_order(),
+                              "response": None if self.response is None else self.response.as_order()})
 
     @staticmethod
     def from_json(text: str) -> StartOrder:
@@ -180,6 +185,49 @@ def _text(value: Any) -> str:
 
 def _optional_text(value: Any) -> str | None:
     return None if value is None else _text(value)
+
+
+# A stored response's order carries its turn twice: the model's call, and the input items
+# it keeps. Each image of the input that the call carries too travels once, as a reference
+# to the call's image (its index among the call's distinct data URLs), and the object puts
+# it back before keeping the input. One RPC message carries at most 32 MiB, and a JS string
+# with a character outside Latin-1 takes two bytes a character: 8 MiB of images twice, in
+# a turn of emoji, went past it (the attack on issue 32).
+
+
+def images_by_reference(items: list[Any], messages: list[Any]) -> list[Any]:
+    """`items` with each input_image whose data URL the call's `messages` carry replaced
+    by `{"type": "input_image", "image_ref": k}`."""
+    index = {url: k for k, url in enumerate(dict.fromkeys(urls_in(messages)))}
+    return [_with_images(item, lambda part: {"type": "input_image", "image_ref": index[part["image_url"]]}
+                         if part.get("type") == "input_image" and part.get("image_url") in index else part) for item in items]
+
+
+def images_restored(items: list[Any], messages: list[Any]) -> list[Any]:
+    """`items` as `images_by_reference` was given them. Raises MalformedOrder for a
+    reference to no image of the call."""
+    urls = list(dict.fromkeys(urls_in(messages)))
+
+    def restored(part: Any) -> Any:
+        if not isinstance(part, dict) or "image_ref" not in part:
+            return part
+        k = part["image_ref"]
+        if type(k) is not int or not 0 <= k < len(urls):
+            raise MalformedOrder("image_ref")
+        return {"type": "input_image", "image_url": urls[k]}
+
+    return [_with_images(item, restored) for item in items]
+
+
+def _with_images(item: Any, change: Callable[[Any], Any]) -> Any:
+    content = item.get("content") if isinstance(item, dict) and item.get("type") == "message" else None
+    return {**item, "content": [change(part) for part in content]} if isinstance(content, list) else item
+
+
+def _list(value: Any) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError("not a list")
+    return value
 
 
 def _flag(value: Any) -> bool:

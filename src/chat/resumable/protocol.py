@@ -190,9 +190,11 @@ def _optional_text(value: Any) -> str | None:
 # A stored response's order carries its turn twice: the model's call, and the input items
 # it keeps. Each image of the input that the call carries too travels once, as a reference
 # to the call's image (its index among the call's distinct data URLs), and the object puts
-# it back before keeping the input. One RPC message carries at most 32 MiB, and a JS string
-# with a character outside Latin-1 takes two bytes a character: 8 MiB of images twice, in
-# a turn of emoji, went past it (the attack on issue 32).
+# it back before keeping the input. One RPC message carries at most 32 MiB (the Workers RPC
+# docs; raised from 1 MiB by cloudflare-docs PR 21856, April 2025; read 2026-12-02), and a
+# JS string with one character outside Latin-1 takes two bytes for every character: images
+# of 5.8 MB sent twice in a turn of 960,000 emoji (an order of about 39 MB, by its contents)
+# failed locally (the attack on issue 32).
 
 
 def images_by_reference(items: list[Any], messages: list[Any]) -> list[Any]:

@@ -17,7 +17,15 @@ from chat.config import Config
 from chat.model.call import ModelCall
 from chat.resumable.answer import BACKGROUND_LIMIT_S, Answer, AnswerRow, Tick, Timing
 from chat.resumable.formats import AnswerKind, FinalResponse, ReaderFormat
-from chat.resumable.protocol import Failure, MalformedOrder, ResponseOrder, StartOrder, images_by_reference, images_restored
+from chat.resumable.protocol import (
+    MAX_ORDER_BYTES,
+    Failure,
+    MalformedOrder,
+    ResponseOrder,
+    StartOrder,
+    images_by_reference,
+    images_restored,
+)
 from chat.web import http
 from chat.web.errors import ApiError
 from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, ResponsesEncoder, portable_json
@@ -292,3 +300,27 @@ def test_an_image_the_call_carries_travels_once_and_is_put_back_as_it_was():
     for ref in (1, -1, "0", None):
         with pytest.raises(MalformedOrder):
             images_restored([{"type": "message", "role": "user", "content": [{"type": "input_image", "image_ref": ref}]}], messages)
+
+
+def test_an_image_whose_header_the_worker_rewrote_still_travels_once():
+    # The third attack: a PNG sent as image/jpeg is sent on as image/png, and an exact match
+    # missed it, so it travelled twice.
+    messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]
+    items = [{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "data:image/jpeg;base64,AAAA"}]}]
+    sent = images_by_reference(items, messages)
+    assert sent[0]["content"] == [{"type": "input_image", "image_ref": 0}]
+    assert images_restored(sent, messages)[0]["content"] == [{"type": "input_image", "image_url": "data:image/png;base64,AAAA"}]
+
+
+@pytest.mark.parametrize("text", ["x", "\u00e9", "\U0001f600"])
+def test_an_order_past_what_one_rpc_message_carries_is_a_400_naming_the_field(text):
+    fits = StartOrder(request_id="r", format=ReaderFormat.SSE, call=ModelCall(
+        models=("m",), inputs={"messages": [{"role": "user", "content": text * 1000}]}))
+    assert json.loads(fits.sent("messages"))["request_id"] == "r"
+    per_character = 1 if text.isascii() else len(text.encode("utf-16-le"))  # as the order is measured
+    count = MAX_ORDER_BYTES // per_character + 1
+    order = StartOrder(request_id="r", format=ReaderFormat.SSE, call=ModelCall(
+        models=("m",), inputs={"messages": [{"role": "user", "content": text * count}]}))
+    with pytest.raises(ApiError) as refused:
+        order.sent("input")
+    assert refused.value.param == "input" and str(MAX_ORDER_BYTES) in refused.value.message

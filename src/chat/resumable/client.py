@@ -32,7 +32,7 @@ async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, f
         object_id = _chat_object(namespace, turn.chat_id)
         stream_id = None
     order = StartOrder(request_id=request_id, format=format, call=call, stream_id=stream_id, message_id=turn.continues_message)
-    response = await _received(namespace.get(object_id).begin_answer(_sent(order)))
+    response = await _received(namespace.get(object_id).begin_answer(order.sent("messages")))
     return response.body, format.headers
 
 
@@ -89,7 +89,7 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
         input=images_by_reference(request.input_items, call.inputs["messages"]),
     )
     order = StartOrder(request_id=request_id, format=ReaderFormat.RESPONSES, call=call, response=stored)
-    return await _received(namespace.get(object_id).begin_answer(_sent(order)))
+    return await _received(namespace.get(object_id).begin_answer(order.sent("input")))
 
 
 async def with_history(env: Any, payload: Any, owner: str) -> Any:
@@ -146,12 +146,6 @@ def _response_object(env: Any, response_id: Any, missing: str, *, param: str | N
         except JsException:
             pass  # well-formed, but not an id of this namespace
     raise ApiError(missing, param=param)
-
-
-def _sent(order: StartOrder) -> Any:
-    # As text: Python's RPC converts a byte array to bytes an element at a time (8 s for
-    # 8 MB, where the same order as a string took 0.3 s on 2026-12-02).
-    return order.to_json()
 
 
 def _chat_object(namespace: Any, chat_id: str) -> Any:

@@ -27,6 +27,10 @@ from chat.resumable.formats import AnswerKind, ReaderFormat
 from chat.web.errors import ApiError
 from sse import ERROR_CODES, MAX_EVENT_ID_DIGITS, MAX_STORED_ANSWER_CHARS, ResponsesEncoder, portable_json
 
+# What one order may take as a JS string: one RPC message carries at most 32 MiB (the Workers
+# RPC docs, read 2026-12-02); the rest is room for the message's own framing.
+MAX_ORDER_BYTES = 30 * 1024 * 1024
+
 
 class MalformedOrder(ValueError):
     """A message to the object that its Worker would never send."""
@@ -96,6 +100,22 @@ class StartOrder:
         return portable_json({"request_id": self.request_id, "format": self.format.value, "stream_id": self.stream_id,
                               "message_id": self.message_id, "call": self.call.as_order(),
                               "response": None if self.response is None else self.response.as_order()})
+
+    def sent(self, field: str) -> str:
+        """The order as the object is handed it: text, as Python's RPC converts a byte array
+        to bytes an element at a time (8 s for 8 MB, where the same order as a string took
+        0.3 s on 2026-12-02). Past what one RPC message carries, a 400 naming `field`
+        instead of the 500 the call would end in: a turn's limits bound what the model
+        reads, and the order's JSON around it (thousands of empty parts) can be many times that."""
+        text = self.to_json()
+        if text.isascii():
+            size = len(text)
+        else:  # two bytes a UTF-16 unit once one character is not Latin-1; measured only when it might not fit
+            size = 4 * len(text) if 4 * len(text) <= MAX_ORDER_BYTES else len(text.encode("utf-16-le", "surrogatepass"))
+        if size > MAX_ORDER_BYTES:
+            raise ApiError("invalid_request", f"{field}: this conversation takes {size} bytes to hand to the object that keeps "
+                           f"it, and at most {MAX_ORDER_BYTES} fit; send it with store: false, or begin a new one.", param=field)
+        return text
 
     @staticmethod
     def from_json(text: str) -> StartOrder:
@@ -189,8 +209,9 @@ def _optional_text(value: Any) -> str | None:
 
 # A stored response's order carries its turn twice: the model's call, and the input items
 # it keeps. Each image of the input that the call carries too travels once, as a reference
-# to the call's image (its index among the call's distinct data URLs), and the object puts
-# it back before keeping the input. One RPC message carries at most 32 MiB (the Workers RPC
+# to the call's image (its index among the call's distinct images, matched by their base64
+# data: the Worker may have rewritten the header the client sent), and the object puts the
+# call's back before keeping the input. One RPC message carries at most 32 MiB (the Workers RPC
 # docs; raised from 1 MiB by cloudflare-docs PR 21856, April 2025; read 2026-12-02), and a
 # JS string with one character outside Latin-1 takes two bytes for every character: images
 # of 5.8 MB sent twice in a turn of 960,000 emoji (an order of about 39 MB, by its contents)
@@ -200,15 +221,19 @@ def _optional_text(value: Any) -> str | None:
 def images_by_reference(items: list[Any], messages: list[Any]) -> list[Any]:
     """`items` with each input_image whose data URL the call's `messages` carry replaced
     by `{"type": "input_image", "image_ref": k}`."""
-    index = {url: k for k, url in enumerate(dict.fromkeys(urls_in(messages)))}
-    return [_with_images(item, lambda part: {"type": "input_image", "image_ref": index[part["image_url"]]}
-                         if part.get("type") == "input_image" and part.get("image_url") in index else part) for item in items]
+    index = {_image_data(url): k for k, url in enumerate(_distinct_images(messages))}
+
+    def referenced(part: Any) -> Any:
+        k = index.get(_image_data(part["image_url"])) if part.get("type") == "input_image" and isinstance(part.get("image_url"), str) else None
+        return part if k is None else {"type": "input_image", "image_ref": k}
+
+    return [_with_images(item, referenced) for item in items]
 
 
 def images_restored(items: list[Any], messages: list[Any]) -> list[Any]:
     """`items` as `images_by_reference` was given them. Raises MalformedOrder for a
     reference to no image of the call."""
-    urls = list(dict.fromkeys(urls_in(messages)))
+    urls = _distinct_images(messages)
 
     def restored(part: Any) -> Any:
         if not isinstance(part, dict) or "image_ref" not in part:
@@ -219,6 +244,18 @@ def images_restored(items: list[Any], messages: list[Any]) -> list[Any]:
         return {"type": "input_image", "image_url": urls[k]}
 
     return [_with_images(item, restored) for item in items]
+
+
+def _distinct_images(messages: list[Any]) -> list[str]:
+    """The call's image data URLs, the first of each for the same data."""
+    distinct: dict[str, str] = {}
+    for url in urls_in(messages):
+        distinct.setdefault(_image_data(url), url)
+    return list(distinct.values())
+
+
+def _image_data(url: str) -> str:
+    return url.partition(",")[2]
 
 
 def _with_images(item: Any, change: Callable[[Any], Any]) -> Any:

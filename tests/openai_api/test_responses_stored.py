@@ -520,3 +520,24 @@ async def test_an_image_on_responses_may_take_the_room_images_have_beyond_the_bo
         {"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": image}]}]}
     answer = await http.post(runtime.url + "/v1/responses", json=body)
     assert answer.status_code == 200, answer.text[:300]
+
+
+async def test_the_sdks_own_stream_resumption_picks_a_background_response_up_and_gives_its_final_response(start_runtime):
+    # client.responses.stream(response_id=..., starting_after=N): openai 3.57.0 reads the
+    # stream from its start and skips the first events itself (lib/_response_resources.py).
+    name = f"{HELD_BACKGROUND}-{secrets.token_hex(4)}"
+    runtime = start_runtime(held_options(name))
+    client = sdk(runtime)
+    first = []
+    stream = await client.responses.create(model=MODEL, input="Go on", background=True, stream=True)
+    async for event in stream:
+        first.append(event)
+        if event.type == "response.output_text.delta":
+            break  # the client drops the connection mid-answer
+    await stream.close()
+    await release(runtime, name)
+    async with client.responses.stream(response_id=first[0].response.id, starting_after=first[-1].sequence_number) as resumed:
+        rest = [event async for event in resumed]
+        final = await resumed.get_final_response()
+    assert_well_ordered(first + rest)
+    assert final.status == "completed" and final.output_text == "Part one. Part two. The end."

@@ -9,9 +9,12 @@ import MarkdownIt from "./vendor/markdown-it.mjs";
 // Deeper than this, markdown-it stops parsing and drops the rest of the text, so an answer
 // that nests deeper is shown as plain text instead: nothing is lost.
 const MAX_NESTING = 40;
-// Past this many characters an answer is shown as plain text: the re-render costs time in
-// proportion to the text, and hostile input near this size costs up to ~0.3 s a render.
+// Past this many characters the block still being written is shown, with the whole answer,
+// as plain text: its re-render costs time in proportion to it, and hostile input near this
+// size costs up to ~0.3 s a render. Finished blocks are rendered once (MarkdownView), so an
+// answer may be far longer, up to MAX_ANSWER_CHARS.
 export const MAX_RENDERED_CHARS = 100_000;
+export const MAX_ANSWER_CHARS = 2_000_000;
 // Past this many top-level blocks or parsed tokens too: each block is an element to lay out,
 // and 30,000 one-line paragraphs took seconds in Chromium though under the character limit.
 const MAX_BLOCKS = 5_000;
@@ -47,10 +50,10 @@ md.renderer.rules.code_block = (tokens, index) => codeBlock("text", tokens[index
 md.renderer.rules.table_open = () => '<div class="table-scroll"><table>\n';
 md.renderer.rules.table_close = () => "</table></div>\n";
 
-/** The HTML of each top-level block of `text`, or null when it must be shown as plain text. */
-function renderBlocks(text) {
+/** Each top-level block of `text` ({html, line}: its HTML and its first line), or null
+ * when it must be shown as plain text. `env` carries the reference definitions. */
+function renderBlocks(text, env) {
   if (text.length > MAX_RENDERED_CHARS) return null;
-  const env = {};
   const tokens = md.parse(text, env);
   if (tokens.length > MAX_TOKENS) return null;
   const blocks = [];
@@ -60,7 +63,7 @@ function renderBlocks(text) {
     if (tokens[i].level >= MAX_NESTING - 1) return null;
     depth += tokens[i].nesting;
     if (depth === 0) {
-      blocks.push(md.renderer.render(tokens.slice(start, i + 1), md.options, env));
+      blocks.push({ html: md.renderer.render(tokens.slice(start, i + 1), md.options, env), line: tokens[start].map?.[0] ?? 0 });
       if (blocks.length > MAX_BLOCKS) return null;
       start = i + 1;
     }
@@ -68,11 +71,28 @@ function renderBlocks(text) {
   return blocks;
 }
 
+/** Where line `line` of `text` starts (its length when there is no such line). */
+function lineStart(text, line) {
+  let at = 0;
+  for (let n = 0; n < line; n++) {
+    const next = text.indexOf("\n", at);
+    if (next < 0) return text.length;
+    at = next + 1;
+  }
+  return at;
+}
+
 /**
  * The rendered view of one answer. `show(text)` is called with the whole text so far as it
  * grows; renders are spaced out while it streams, and only the blocks that changed are
  * replaced, so earlier blocks (and a selection or a copy button in them) stay as they are.
  * `flush()` renders now (the answer has settled).
+ *
+ * The work of a render does not grow with the answer: a top-level block that another
+ * follows is finished (the text only grows at its end), so it is parsed and rendered once
+ * and kept ("frozen"); each render parses only the text from the start of the last block
+ * on. A reference definition (`[x]: https://...`) written after the blocks that use it
+ * does not reach blocks already frozen: models rarely write them, and the link stays text.
  */
 export class MarkdownView {
   constructor(element) {
@@ -83,6 +103,7 @@ export class MarkdownView {
     this.plain = null; // the text node when shown as plain text
     this.timer = null;
     this.nextAt = 0;
+    this.frozen = { text: "", blocks: 0, env: {} }; // the finished blocks' source, their count, their references
   }
 
   show(text) {
@@ -97,13 +118,38 @@ export class MarkdownView {
     if (this.text === this.rendered) return;
     this.rendered = this.text;
     const started = performance.now();
-    const shown = this.text.replace(MARKS_RUN, "$1");
-    const blocks = renderBlocks(shown);
-    if (blocks === null) this.showPlain(shown);
-    else this.showBlocks(blocks);
+    // Line ends as markdown-it reads them, so that its line numbers index this text.
+    const shown = this.text.replace(/\r\n?/g, "\n").replace(MARKS_RUN, "$1");
+    if (!shown.startsWith(this.frozen.text)) this.frozen = { text: "", blocks: 0, env: {} }; // not the same answer grown
+    // Plain once stays plain while the answer grows: what made it so (a block too large, too
+    // many blocks, too deep) does not go away, and trying again would parse all of it again.
+    const stays = this.plain !== null && shown.startsWith(this.plain.data);
+    if (stays || shown.length > MAX_ANSWER_CHARS || !this.render(shown)) this.showPlain(shown);
     void this.element.offsetHeight; // lay out now, so that its cost counts in the spacing
     const took = performance.now() - started;
     this.nextAt = performance.now() + Math.max(MIN_RENDER_GAP_MS, RENDER_SPACING * took);
+  }
+
+  /** Renders `shown` from the frozen blocks on; false when it must be plain text. A tail
+   * longer than one parse may take (a reopened chat's long answer) is rendered a part at a
+   * time, each ending at a blank line, as if it had streamed. */
+  render(shown) {
+    for (;;) {
+      const tail = shown.slice(this.frozen.text.length);
+      const whole = tail.length <= MAX_RENDERED_CHARS;
+      const end = whole ? tail.length : tail.lastIndexOf("\n\n", MAX_RENDERED_CHARS) + 2;
+      if (end < 2 && !whole) return false; // one block larger than a parse may take
+      const env = { ...this.frozen.env, references: { ...this.frozen.env.references } };
+      const blocks = renderBlocks(tail.slice(0, end), env);
+      if (blocks === null || this.frozen.blocks + blocks.length > MAX_BLOCKS || (!whole && blocks.length < 2)) return false;
+      this.showBlocks(blocks.map((block) => block.html));
+      if (blocks.length > 1) { // all but the last are finished
+        const last = blocks[blocks.length - 1];
+        this.frozen = { text: this.frozen.text + tail.slice(0, lineStart(tail, last.line)),
+                        blocks: this.frozen.blocks + blocks.length - 1, env };
+      }
+      if (whole) return true;
+    }
   }
 
   showPlain(text) {
@@ -112,6 +158,7 @@ export class MarkdownView {
       this.element.replaceChildren(this.plain);
       this.element.classList.add("plain");
       this.shown = [];
+      this.frozen = { text: "", blocks: 0, env: {} };
     }
     this.plain.data = text; // text, never HTML
   }
@@ -122,9 +169,11 @@ export class MarkdownView {
       this.element.classList.remove("plain");
       this.plain = null;
     }
+    // `blocks` follow the frozen ones, which stay as they are.
+    const frozen = this.frozen.blocks;
     let same = 0;
-    while (same < blocks.length && same < this.shown.length && this.shown[same].html === blocks[same]) same++;
-    for (const old of this.shown.splice(same)) for (const node of old.nodes) node.remove();
+    while (same < blocks.length && frozen + same < this.shown.length && this.shown[frozen + same].html === blocks[same]) same++;
+    for (const old of this.shown.splice(frozen + same)) for (const node of old.nodes) node.remove();
     const template = document.createElement("template");
     for (const html of blocks.slice(same)) {
       template.innerHTML = html; // markdown-it's output: escaped text and our own tags only

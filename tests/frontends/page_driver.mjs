@@ -545,16 +545,26 @@ const scenarios = {
 
   /** Pathological markdown and a long answer: the page stays responsive. */
   async heavy(page, report) {
-    for (const [name, question] of [["deep", "Nest deeply."], ["table", "A huge table."], ["long", "A long answer, please."]]) {
+    for (const [name, question] of [["deep", "Nest deeply."], ["table", "A huge table."], ["long", "A long answer, please."],
+      ["document", "A long document, please."]]) {
       report[name] = await watchMainThread(page, async () => {
         await ask(page, question);
         await waitSettled(page);
       });
       report[name].answer = await answerState(page);
-      const { plain, elements, textLength, table, bullets } = await renderedAnswer(page);
-      report[name].rendered = { plain, elements, textLength, rows: table.length, bullets: bullets.length };
+      const { plain, elements, textLength, table, bullets, headings, code } = await renderedAnswer(page);
+      report[name].rendered = { plain, elements, textLength, rows: table.length, bullets: bullets.length, headings: headings.length,
+                                codeBlocks: code.length };
       report[name].text = await lastAnswer(page).locator(".content").evaluate((content) => content.textContent.slice(-200));
       delete report[name].answer.text;
+      if (name === "document") {
+        // Rendered block by block while it streamed, and whole at once after a reload: the same.
+        const html = () => lastAnswer(page).locator(".content").evaluate((content) => content.innerHTML);
+        const streamed = await html();
+        await page.reload({ waitUntil: "load" });
+        await page.waitForFunction(() => document.activeElement?.id === "input");
+        report[name].sameAsWhole = streamed === await html();
+      }
       await page.getByRole("button", { name: "New chat" }).click();
     }
   },

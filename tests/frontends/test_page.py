@@ -24,6 +24,9 @@ from tests.frontends.upstreams import (
     CUT_PIECES,
     CUT_QUESTION,
     CUT_SHORT,
+    DOCUMENT_ANSWER,
+    DOCUMENT_SECTIONS,
+    DOCUMENT_TABLE_ROWS,
     FAILING,
     FILTERED_QUESTION,
     FILTERED_TEXT,
@@ -743,13 +746,20 @@ FROZEN_MS = 8000
 
 def test_nesting_a_huge_table_and_a_long_answer_never_freeze_the_page_and_lose_nothing(run_pages):
     report = run_pages(MARKDOWN, HEAVY_SCENARIOS).report("heavy")
-    for name in ("deep", "table", "long"):
+    for name in ("deep", "table", "long", "document"):
         assert report[name]["answer"]["outcome"] == "complete", name
         assert report[name]["maxGapMs"] < FROZEN_MS, (name, report[name])
     deep = report["deep"]
     assert deep["rendered"]["plain"] is True and deep["text"].endswith("end\n"), "too deep to render: plain text, all of it"
     assert report["table"]["rendered"]["rows"] == 1 + TABLE_ROWS
     assert report["long"]["rendered"]["bullets"] == LONG_TOKENS // len(LONG_CHUNK)
+    # Issue 33's 120,000-character document renders whole, as markdown, to its last table row
+    # (its figures, the longest task above all, are bench/page_markdown_bench.py's).
+    document = report["document"]["rendered"]
+    assert len(DOCUMENT_ANSWER) > 120_000 and document["plain"] is False
+    assert (document["headings"], document["codeBlocks"]) == (DOCUMENT_SECTIONS, DOCUMENT_SECTIONS)
+    assert document["bullets"] == 6 * DOCUMENT_SECTIONS and document["rows"] == 1 + DOCUMENT_TABLE_ROWS
+    assert report["document"]["sameAsWhole"] is True, "rendered block by block, it is what one render of the whole gives"
 
 
 # --- answers that end but are not whole: cut, filtered, ended for an unknown reason, gapped --

@@ -226,6 +226,29 @@ LONG_CHUNK = ["Words", " with **bold**", " and `code`", " café", " 東京.", "\
 LONG_ANSWER = "".join(LONG_CHUNK) * (LONG_TOKENS // len(LONG_CHUNK))
 
 
+# Issue 33's long answer: a markdown document of about 120,000 characters (52 sections of
+# prose, a list and a code block each, then a 300-row table), streamed in pieces of 40
+# characters with a 5 ms pause after every two: about 400 pieces a second.
+DOCUMENT_QUESTION = "A long document, please."
+DOCUMENT_SECTIONS = 52
+DOCUMENT_TABLE_ROWS = 300
+DOCUMENT_ANSWER = "".join(
+    f"## Section {k}\n\n" + ("Prose about streams, with **bold** words, `inline code` and a café in 東京. " * 22) + "\n\n"
+    + "".join(f"- point {k}.{i}, said plainly\n" for i in range(6)) + "\n"
+    + "```python\n" + "".join(f"def step_{k}_{i}(value):\n    return value * {i}  # section {k}\n" for i in range(6)) + "```\n\n"
+    for k in range(DOCUMENT_SECTIONS)
+) + "| row | name | city | value |\n|---|---|---|---|\n" + "".join(
+    f"| {row} | café {row} | 東京 | {row * 7} |\n" for row in range(DOCUMENT_TABLE_ROWS))
+
+
+def document_steps() -> list[dict]:
+    chunks = pieces(DOCUMENT_ANSWER, 40)
+    steps: list[dict] = []
+    for at in range(0, len(chunks), 2):
+        steps += [native_frame(piece) for piece in chunks[at : at + 2]] + [sleep(5)]
+    return steps + [done_frame()]
+
+
 def native_frames(texts: list[str]) -> str:
     """Frames carrying `texts`, as one network chunk."""
     return "".join("data: " + json.dumps({"response": text, "p": "pad"}) + "\n\n" for text in texts)
@@ -239,6 +262,7 @@ MARKDOWN = scripted_options(
         DEEP_QUESTION: script(streamed(DEEP_ANSWER, size=2000, step_ms=5)),
         TABLE_QUESTION: script(streamed(TABLE_ANSWER, size=1500, step_ms=5)),
         LONG_QUESTION: script([repeat(LONG_TOKENS // len(LONG_CHUNK), native_frames(LONG_CHUNK)), done_frame()]),
+        DOCUMENT_QUESTION: script(document_steps()),
     },
 )
 

@@ -163,10 +163,13 @@ async def test_a_model_workers_ai_does_not_have_is_the_servers_fault_on_every_ro
     openai = await http.post(runtime.url + "/v1/chat/completions", json={"model": NOT_A_MODEL, "messages": user("Hello")})
     assert openai.status_code == 502
     assert openai.json()["error"]["code"] == "model_misconfigured" and openai.json()["error"]["type"] == "server_error"
+    # Log lines arrive after their responses, the Worker's and the emulator's on their own pipes.
+    calls = 5
+    failed = runtime.wait_for_count("chat_start_failed", calls, since=since)
+    runtime.wait_until_quiet()
     refusals = [record for record in runs(runtime, since) if record.get("refused")]
     assert refusals and all(record["refused"] == "5007" for record in refusals), "the binding said 5007 each time"
-    failed = [r for r in runtime.records(since) if r.get("event") == "chat_start_failed"]
-    assert failed and all(r["binding_code"] == 5007 and r["code"] == "model_misconfigured" for r in failed)
+    assert len(failed) == calls and all(r["binding_code"] == 5007 and r["code"] == "model_misconfigured" for r in failed)
     # The alarm goes to stderr (console.error), the other lines to stdout: the two pipes are
     # read apart, so the last alarm may be read after the last chat_start_failed.
     alarms = runtime.wait_for_count("model_not_served", len(failed), since=since)

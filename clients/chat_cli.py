@@ -97,7 +97,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import codecs
 import dataclasses
 import io
 import json
@@ -121,7 +120,6 @@ REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 DEFAULT_REASONING_EFFORT = "low"
 MAX_LINE_CHARS = 1024 * 1024
 MAX_ERROR_BODY = 64 * 1024
-LINE_END = re.compile(r"\r\n|\r|\n")
 
 EXIT_COMPLETE, EXIT_USAGE, EXIT_CANCELLED, EXIT_STREAM_ERROR = 0, 2, 3, 4
 EXIT_NOT_WHOLE = 5  # the answer ended, but not as a whole answer: cut short, or for a reason not known
@@ -168,39 +166,187 @@ class TextSink(Protocol):
     def flush(self) -> None: ...
 
 
+# Reasoning on a terminal: dim (SGR 2), then normal intensity (SGR 22) after each piece,
+# so that a Ctrl-C between pieces leaves the terminal as it was.
+DIM, NOT_DIM = "\x1b[2m", "\x1b[22m"
+
+
 class AnswerWriter:
     """Where the answer goes (stdout): the model's text as it arrives, and each complete
     tool call as a JSON line of its own. With `terminal`, nothing the model sent can drive
-    the terminal (see `visible`); without, the text is written exactly as it came.
-    Remembers whether the output so far ends a line. Raises what the stream raises
-    (BrokenPipeError when stdout was closed)."""
+    the terminal (see `visible`), and reasoning is shown dimmed and apart before the answer
+    (unless `reasoning` is False); without, the text is written exactly as it came and
+    reasoning not at all. Remembers whether the output so far ends a line. Raises what the
+    stream raises (BrokenPipeError when stdout was closed)."""
 
-    def __init__(self, stream: TextSink, *, terminal: bool = False) -> None:
+    def __init__(self, stream: TextSink, *, terminal: bool = False, reasoning: bool = True) -> None:
         self._stream = stream
         self._terminal = terminal
+        self._show_reasoning = terminal and reasoning
+        self._reasoning_shown = False  # and not yet set apart from what follows
         self.needs_newline = False
 
+    def reasoning(self, text: str) -> None:
+        if self._show_reasoning:
+            self._write(visible(text), DIM, NOT_DIM)
+            self._reasoning_shown = True
+
     def text(self, text: str) -> None:
+        self._set_apart()
         self._write(visible(text) if self._terminal else text)
 
     def tool_call(self, call: dict[str, Any]) -> None:
-        line = json.dumps({"tool_call": call}, ensure_ascii=False)
-        if self._terminal:
-            line = line.translate(JSON_ESCAPES)  # the characters are all inside strings
-        # A line of its own, also when it comes after text that did not end one.
-        self._write(("\n" if self.needs_newline else "") + line + "\n")
+        self._set_apart()
+        self._write(("\n" if self.needs_newline else "") + tool_call_line(call, terminal=self._terminal) + "\n")
 
-    def end_line(self) -> None:
+    def finish(self) -> None:
         """Ends the last line when the text did not, so that `> file` ends with a newline
         and a status line on the same terminal starts a line of its own."""
         if self.needs_newline:
             self._write("\n")
 
-    def _write(self, text: str) -> None:
+    def _set_apart(self) -> None:
+        if self._reasoning_shown:
+            self._reasoning_shown = False
+            self._write(("\n" if self.needs_newline else "") + "\n")  # a blank line after the reasoning
+
+    def _write(self, text: str, before: str = "", after: str = "") -> None:
         if text:
             self.needs_newline = not text.endswith("\n")
-            self._stream.write(text)
+            self._stream.write(before + text + after)
             self._stream.flush()
+
+
+def tool_call_line(call: dict[str, Any], *, terminal: bool) -> str:
+    """A complete tool call as the JSON line printed for it. On a terminal, what it would
+    act on gets JSON's own escape: the characters are all inside strings, so the line still
+    parses to the same call."""
+    line = json.dumps({"tool_call": call}, ensure_ascii=False)
+    return line.translate(JSON_ESCAPES) if terminal else line
+
+
+class MarkdownWriter:
+    """The answer rendered as markdown while it streams, for stdout on a terminal, with
+    rich (a dependency of the CLI only). As the chat page does, a block the model has
+    finished (the text before the last top-level block, by rich's own markdown parser) is
+    rendered once and printed for good; only the open block is redrawn, in a live region
+    at the bottom that shows its last screenful. So the work per redraw does not grow with
+    the answer. The text is escaped by `visible` before rich sees it, and links are shown
+    with their address, never as terminal hyperlinks: the model's text never drives the
+    terminal, only rich's own styling does. Reasoning is shown dimmed and apart, as text."""
+
+    REFRESHES_PER_S = 10
+    SPLIT_EVERY_S = 0.1  # looking for finished blocks parses the open text: not on every piece
+    # An open block longer than this is previewed as plain text until it ends (a growing
+    # 2,000-row table would cost a full table layout on every redraw), then rendered once.
+    MAX_RENDERED_PREVIEW_LINES = 200
+
+    def __init__(self, stream: TextSink, *, reasoning: bool = True) -> None:
+        from markdown_it import MarkdownIt
+        from rich.console import Console
+        from rich.live import Live
+        from rich.markdown import Markdown
+        from rich.text import Text
+
+        self._markdown, self._text = Markdown, Text
+        self._console = Console(file=stream, highlight=False, emoji=False)  # type: ignore[arg-type]
+        self._blocks = MarkdownIt().enable("strikethrough").enable("table")  # rich's own configuration
+        self._show_reasoning = reasoning
+        self._kind = ""  # "answer" or "reasoning": what the pending text is
+        self._pending: list[str] = []  # escaped text not yet printed for good
+        self._printed = False  # something was printed for good: the next print is set apart
+        self._split_at = 0.0
+        self.needs_newline = False  # the status line always starts a line of its own here
+        self._live = Live(console=self._console, auto_refresh=True, refresh_per_second=self.REFRESHES_PER_S,
+                          transient=True, redirect_stdout=False, redirect_stderr=False, get_renderable=self._preview)
+
+    def reasoning(self, text: str) -> None:
+        if self._show_reasoning:
+            self._add("reasoning", visible(text))
+
+    def text(self, text: str) -> None:
+        self._add("answer", visible(text))
+        now = time.monotonic()
+        if now - self._split_at >= self.SPLIT_EVERY_S:
+            self._split_at = now
+            self._print_finished_blocks()
+
+    def tool_call(self, call: dict[str, Any]) -> None:
+        self._print_pending()
+        self._print(self._text(tool_call_line(call, terminal=True)), soft_wrap=True)
+
+    def finish(self) -> None:
+        """Prints what is pending for good and ends the live region; after a Ctrl-C too."""
+        self._print_pending()
+        self._live.stop()
+
+    def _add(self, kind: str, text: str) -> None:
+        if kind != self._kind:
+            self._print_pending()
+            self._kind = kind
+        self._pending.append(text)
+        if not self._live.is_started:
+            self._live.start()
+
+    def _print_finished_blocks(self) -> None:
+        source = "".join(self._pending)
+        # A top-level token's map is its [first, last) source lines; markdown-it counts
+        # lines at "\n" only, and `visible` has escaped every "\r".
+        starts = [token.map[0] for token in self._blocks.parse(source) if token.level == 0 and token.nesting >= 0 and token.map]
+        if len(starts) < 2:
+            return
+        lines = source.split("\n")
+        self._pending = ["\n".join(lines[starts[-1]:])]
+        self._print(self._markdown("\n".join(lines[:starts[-1]]), hyperlinks=False))
+
+    def _print_pending(self) -> None:
+        source, self._pending = "".join(self._pending), []
+        if source.strip():
+            self._print(self._rendered(source))
+
+    def _rendered(self, source: str) -> Any:
+        if self._kind == "reasoning":
+            return self._text(source.strip("\n"), style="dim")
+        return self._markdown(source, hyperlinks=False)
+
+    def _print(self, renderable: Any, soft_wrap: bool = False) -> None:
+        """Prints for good, above the live region, set apart from what came before by one
+        blank line, as rich sets blocks apart within one rendering."""
+        if soft_wrap:
+            lines = [renderable]  # a tool call's JSON line: the terminal wraps it, not rich
+        else:
+            lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
+            while lines and not lines[0].plain.strip():
+                lines.pop(0)
+            while lines and not lines[-1].plain.strip():
+                lines.pop()
+        if not lines:
+            return
+        if self._printed:
+            self._console.print()
+        self._printed = True
+        for line in lines:
+            self._console.print(line, soft_wrap=True)
+
+    def _preview(self) -> Any:
+        """The live region: the last screenful of the pending text, rendered (called by
+        rich's refresh, at most REFRESHES_PER_S times a second)."""
+        source = "".join(self._pending)
+        height = max(self._console.size.height - 2, 1)
+        lines = source.split("\n")
+        if self._kind == "answer" and len(lines) <= self.MAX_RENDERED_PREVIEW_LINES:
+            rendered = self._console.render_lines(self._markdown(source, hyperlinks=False), pad=False)
+        else:
+            style = "dim" if self._kind == "reasoning" else ""
+            rendered = self._console.render_lines(self._text("\n".join(lines[-height:]), style=style), pad=False)
+        return self._text("\n").join(self._joined(line) for line in rendered[-height:])
+
+    def _joined(self, segments: list[Any]) -> Any:
+        """One rendered line as a Text, its styles kept."""
+        return self._text.assemble(*((segment.text, segment.style) for segment in segments))
+
+
+Writer = AnswerWriter | MarkdownWriter
 
 
 class MalformedStream(Exception):
@@ -209,79 +355,28 @@ class MalformedStream(Exception):
 
 # --- reading the event stream (no I/O) ----------------------------------------------------
 
+# The project's own event-stream parser (src/sse, plain Python with no I/O: the one the
+# Worker reads Workers AI with), imported from the repository the CLI lives in, as the
+# image rules are. One reader of the WHATWG rules, not a second copy that could drift.
+REPOSITORY_SOURCE = Path(__file__).resolve().parent.parent / "src"
 
-@dataclass(frozen=True, kw_only=True)
-class Event:
-    type: str
-    data: str
+
+def repository_module(name: str) -> ModuleType:
+    """A module of the Worker's src/. Raises ImportError when the CLI runs outside its
+    repository."""
+    if str(REPOSITORY_SOURCE) not in sys.path:
+        sys.path.insert(0, str(REPOSITORY_SOURCE))
+    return import_module(name)
 
 
-class EventStreamParser:
-    """Bytes in, complete events out, per the WHATWG event-stream rules: CR, LF and CRLF
-    end lines (never str.splitlines, which also splits on U+2028), `:` starts a comment,
-    a blank line dispatches. Comments are returned as Event(type=":", data=text)."""
+sse = repository_module("sse")
+Event = sse.Event
 
-    def __init__(self, max_line_chars: int = MAX_LINE_CHARS) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._max_line_chars = max_line_chars
-        self._fragments: list[str] = []  # the unfinished line, joined once it ends
-        self._fragments_length = 0
-        self._skip_lf = False  # the previous chunk ended in CR: a leading LF is its pair
-        self._type = ""
-        self._data: list[str] = []
-        self.last_event_id = ""  # the id of the last event dispatched (`id:` fields)
-        self._pending_id: str | None = None
 
-    def feed(self, chunk: bytes) -> list[Event]:
-        """Raises MalformedStream when a line grows past the cap."""
-        return self._lines(self._decoder.decode(chunk))
-
-    def finish(self) -> list[Event]:
-        """Events completed by the end of the body (an unfinished event is dropped)."""
-        return self._lines(self._decoder.decode(b"", final=True))
-
-    def _lines(self, text: str) -> list[Event]:
-        events: list[Event] = []
-        start = 0
-        if self._skip_lf and text:
-            start = 1 if text[0] == "\n" else 0
-            self._skip_lf = False
-        for match in LINE_END.finditer(text, start):
-            self._fragments.append(text[start:match.start()])
-            line = "".join(self._fragments)
-            self._fragments, self._fragments_length = [], 0
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
-            start = match.end()
-            # A CR at the very end may be the first half of a CRLF split between chunks.
-            self._skip_lf = match.group() == "\r" and start == len(text)
-        if start < len(text):
-            self._fragments.append(text[start:])
-            self._fragments_length += len(text) - start
-            if self._fragments_length > self._max_line_chars:
-                raise MalformedStream(f"a line is over {self._max_line_chars} characters")
-        return events
-
-    def _line(self, line: str) -> Event | None:
-        if not line:
-            event = Event(type=self._type or "message", data="\n".join(self._data)) if self._data else None
-            if event is not None and self._pending_id is not None:
-                self.last_event_id = self._pending_id  # counts once its event is complete
-            self._type, self._data, self._pending_id = "", [], None
-            return event
-        if line.startswith(":"):
-            return Event(type=":", data=line[1:].strip())
-        field, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if field == "event":
-            self._type = value
-        elif field == "data":
-            self._data.append(value)
-        elif field == "id" and "\0" not in value:
-            self._pending_id = value
-        return None  # retry and unknown fields: nothing this client uses
+def event_parser() -> Any:
+    """A parser for one response body; a line or an event over MAX_LINE_CHARS is a
+    MalformedStream (the Worker's events are far smaller)."""
+    return sse.EventStreamParser(max_line_bytes=MAX_LINE_CHARS, max_event_chars=MAX_LINE_CHARS)
 
 
 # The kinds of outcome for an answer that ended with `done` ([DONE] with --raw).
@@ -302,6 +397,9 @@ class Outcome:
     retry_after: str | None = None
     resumed: int | None = None  # reconnections, with --resume
     answer: dict[str, Any] | None = None  # a complete answer as an assistant message, for --history
+    model: str | None = None  # the model that answered, as `meta` named it
+    tokens: tuple[int, int] | None = None  # prompt and completion tokens, as `done` counted them
+    stopped_by: str | None = None  # of a complete answer: the finish_reason given
 
     @property
     def status_line(self) -> str:
@@ -312,6 +410,12 @@ class Outcome:
                 line += f" tool_calls={self.tool_calls}"
             if self.skipped:
                 line += f" skipped={self.skipped}"
+            if self.model is not None:
+                line += f" model={self.model}"
+            if self.tokens is not None:
+                line += f" tokens={self.tokens[0]}+{self.tokens[1]}"
+            if self.stopped_by is not None:
+                line += f" finish={self.stopped_by}"
         elif self.kind in ("cancelled", "output_closed", "interrupted"):
             line = f"{self.kind} after {self.chunks} chunks"
         else:
@@ -348,11 +452,14 @@ class Reading:
     {"tool_call": ...}), or the outcome a terminal event brings."""
 
     text: str = ""
+    reasoning: str = ""  # shown apart on a terminal, never part of the answer
     tool_call: dict[str, Any] | None = None
     outcome: Outcome | None = None
 
 
 NOTHING = Reading()
+# What a model's name or a finish_reason must look like to be shown on the status line.
+SHOWN_MODEL = re.compile(r"[@A-Za-z0-9._:/-]{1,128}")
 
 
 class AnswerReader:
@@ -365,10 +472,15 @@ class AnswerReader:
         self.tool_calls = 0
         self.request_id: str | None = None
         self.stream_id: str | None = None  # a resumable answer's name, from `meta`
+        self.model: str | None = None  # the model that answered, from `meta`, when it reads like a name
+        self.tokens: tuple[int, int] | None = None  # from `done`'s usage
+        self.last_event_id = ""  # of the last event taken: where a resumed answer goes on from
         self._text: list[str] = []  # the answer, for --history
         self._calls: list[dict[str, Any]] = []
 
-    def take(self, event: Event) -> Reading:
+    def take(self, event: Any) -> Reading:
+        """`event`: an sse.Event."""
+        self.last_event_id = event.id
         reading = self._interpret(event)
         if reading.text:
             self.chunks += 1
@@ -387,14 +499,15 @@ class AnswerReader:
             return {"role": "assistant", "content": text}
         return {"role": "assistant", "content": text or None, "tool_calls": list(self._calls)}
 
-    def _interpret(self, event: Event) -> Reading:
+    def _interpret(self, event: Any) -> Reading:
         raise NotImplementedError
 
     def outcome(self, kind: str, **fields: Any) -> Outcome:
         fields.setdefault("request_id", self.request_id)
         if kind == "complete":
             fields["answer"] = self.answer()  # only a whole answer goes into --history
-        return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, tool_calls=self.tool_calls, **fields)
+        return Outcome(kind=kind, chunks=self.chunks, chars=self.chars, tool_calls=self.tool_calls,
+                       model=self.model, tokens=self.tokens, **fields)
 
     def ended(self, finish_reason: object, skipped: int) -> Outcome:
         """The outcome of an answer that ended with `done` ([DONE] with --raw), by its
@@ -404,7 +517,9 @@ class AnswerReader:
             # Ended by the model, but with nothing in it (no text, no call): not an answer
             # anyone asked for, and as the page does, not shown as one.
             whole = self.chars or self.tool_calls
-            return self.outcome("complete" if whole else "empty", skipped=skipped)
+            if not whole:
+                return self.outcome("empty", skipped=skipped)
+            return self.outcome("complete", skipped=skipped, stopped_by=reason if reason and SHOWN_REASON.fullmatch(reason) else None)
         if reason in CUT_SHORT_ENDINGS:
             return self.outcome("cut_short", finish_reason=CUT_SHORT_ENDINGS[reason], skipped=skipped)
         if reason == FAILED_ENDING:
@@ -418,7 +533,7 @@ class ProtocolReader(AnswerReader):
     error. Of a tool call only its complete form (`tool_call`) is taken: the start and the
     argument fragments are for clients that show a call while it is written."""
 
-    def _interpret(self, event: Event) -> Reading:
+    def _interpret(self, event: Any) -> Reading:
         try:
             data = json.loads(event.data)
         except ValueError:
@@ -429,19 +544,34 @@ class ProtocolReader(AnswerReader):
             self.request_id = data["request_id"]
             if isinstance(data.get("stream_id"), str):
                 self.stream_id = data["stream_id"]
+            model = data.get("model")
+            self.model = model if isinstance(model, str) and SHOWN_MODEL.fullmatch(model) else None
         elif event.type == "delta" and isinstance(data.get("text"), str):
             return Reading(text=data["text"])
+        elif event.type == "reasoning" and isinstance(data.get("text"), str):
+            return Reading(reasoning=data["text"])
         elif event.type == "tool_call":
             return Reading(tool_call=_tool_call(data))
         elif event.type == "done":
             skipped = data.get("skipped")
             counted = skipped if isinstance(skipped, int) and not isinstance(skipped, bool) and skipped > 0 else 0
+            self.tokens = _tokens(data.get("usage"))
             return Reading(outcome=self.ended(data.get("finish_reason"), counted))
         elif event.type == "error":
             code = data.get("code") if isinstance(data.get("code"), str) else "internal_error"
             message = data.get("message") if isinstance(data.get("message"), str) else None
             return Reading(outcome=self.outcome("error", code=code, message=message, request_id=data.get("request_id") or self.request_id))
-        return NOTHING  # reasoning is not printed; unknown events are ignored (rule 3)
+        return NOTHING  # unknown events are ignored (rule 3)
+
+
+def _tokens(usage: object) -> tuple[int, int] | None:
+    """(prompt, completion) tokens of a `done` event's usage; None when it has no counts."""
+    if not isinstance(usage, dict):
+        return None
+    counts = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if all(isinstance(count, int) and not isinstance(count, bool) and 0 <= count < 2**53 for count in counts):
+        return counts[0], counts[1]  # type: ignore[return-value]
+    return None
 
 
 def _tool_call(data: dict[str, Any]) -> dict[str, Any] | None:
@@ -468,7 +598,7 @@ class RawReader(AnswerReader):
         self._finish_reason: object = None  # the last one a frame gave
         self._skipped = 0
 
-    def _interpret(self, event: Event) -> Reading:
+    def _interpret(self, event: Any) -> Reading:
         if event.data.strip() == "[DONE]":
             return Reading(outcome=self.ended(self._finish_reason, self._skipped))
         try:
@@ -480,6 +610,10 @@ class RawReader(AnswerReader):
             return NOTHING
         if frame.get("error") not in (None, False, "") or frame.get("object") == "error":
             return Reading(outcome=self.outcome("error", code="generation_failed"))  # its text is the provider's
+        self.tokens = _tokens(frame.get("usage")) or self.tokens
+        model = frame.get("model")
+        if isinstance(model, str) and SHOWN_MODEL.fullmatch(model):
+            self.model = model
         choices = frame.get("choices")
         choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
         for finish_reason in (frame.get("finish_reason"), choice.get("finish_reason")):
@@ -549,26 +683,28 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
 
 
 async def ask(
-    url: str, messages: list[dict[str, Any]], *, out: TextSink | AnswerWriter, raw: bool = False, token: str | None = None,
+    url: str, messages: list[dict[str, Any]], *, out: TextSink | Writer, raw: bool = False, token: str | None = None,
     cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
     reasoning_effort: str | None = DEFAULT_REASONING_EFFORT, tools: list[dict[str, Any]] | None = None,
+    model: str | None = None,
 ) -> Outcome:
     """Stream one answer to `out` (its text, and each complete tool call as a JSON line);
     returns how it ended. Never raises for network or server behaviour."""
     base = url.rstrip("/")
-    writer = out if isinstance(out, AnswerWriter) else AnswerWriter(out)
+    writer = out if isinstance(out, AnswerWriter | MarkdownWriter) else AnswerWriter(out)
     path = "/api/chat/raw" if raw else "/api/chat"
     headers = {"accept": "text/event-stream", "content-type": "application/json"}
     if token:
         headers["authorization"] = f"Bearer {token}"
     reader: AnswerReader = RawReader() if raw else ProtocolReader()
-    parser = EventStreamParser()
     deadline = Deadline(timeout)
     body: dict[str, Any] = {"messages": messages, **({"resumable": True} if resume else {})}
     if reasoning_effort is not None:
         body["reasoning_effort"] = reasoning_effort
     if tools is not None:
         body["tools"] = tools
+    if model is not None:
+        body["model"] = model
     # httpx's own timeouts would count the Worker's pings as progress; the deadline does not.
     async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=timeout or 30.0)) as client:
         request = client.build_request("POST", base + path, json=body, headers=headers)
@@ -584,7 +720,7 @@ async def ask(
         on_cancel = stop_on_server if resume else None
         resumed = failures = 0
         try:
-            outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
+            outcome = await _exchange(client, request, reader, deadline, writer, cancel_after, on_cancel)
         except asyncio.CancelledError:
             # Ctrl-C: asyncio.run cancels this task; returning instead of raising ends the
             # run normally, with a status line and no traceback. The cancel is taken back
@@ -598,18 +734,17 @@ async def ask(
             # The connection dropped: come back after the last event that arrived whole.
             await asyncio.sleep(RESUME_BACKOFF_S[failures])
             resumed, failures = resumed + 1, failures + 1
-            events_before = reader.chunks, parser.last_event_id
-            parser = _resumed_parser(parser.last_event_id)
+            events_before = reader.chunks, reader.last_event_id
             deadline.restart()
-            headers_again = {**headers, "last-event-id": parser.last_event_id}
+            headers_again = {**headers, "last-event-id": reader.last_event_id}
             request = client.build_request("GET", f"{base}/api/chat/streams/{reader.stream_id}", headers=headers_again)
             try:
-                outcome = await _exchange(client, request, parser, reader, deadline, writer, cancel_after, on_cancel)
+                outcome = await _exchange(client, request, reader, deadline, writer, cancel_after, on_cancel)
             except asyncio.CancelledError:
                 _uncancel()
                 await on_cancel()  # resume is on, and the stream has a name
                 return dataclasses.replace(reader.outcome("interrupted"), resumed=resumed)
-            if (reader.chunks, parser.last_event_id) != events_before:
+            if (reader.chunks, reader.last_event_id) != events_before:
                 failures = 0  # progress: the attempts count again from here
     if resume:
         outcome = dataclasses.replace(outcome, resumed=resumed)
@@ -622,15 +757,9 @@ def _uncancel() -> None:
         task.uncancel()
 
 
-def _resumed_parser(last_event_id: str) -> EventStreamParser:
-    parser = EventStreamParser()
-    parser.last_event_id = last_event_id
-    return parser
-
-
 async def _exchange(
-    client: httpx.AsyncClient, request: httpx.Request, parser: EventStreamParser, reader: AnswerReader,
-    deadline: Deadline, out: AnswerWriter, cancel_after: int | None,
+    client: httpx.AsyncClient, request: httpx.Request, reader: AnswerReader,
+    deadline: Deadline, out: Writer, cancel_after: int | None,
     on_cancel: Callable[[], Awaitable[None]] | None = None,
 ) -> Outcome:
     try:
@@ -645,7 +774,7 @@ async def _exchange(
             return await http_error(response, deadline)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             return reader.outcome("error", code="unexpected_response", message="The answer is not an event stream.")
-        outcome = await read_answer(response.aiter_raw(), parser, reader, deadline, out, cancel_after)
+        outcome = await read_answer(response.aiter_raw(), reader, deadline, out, cancel_after)
         if outcome.kind in ("cancelled", "output_closed") and on_cancel is not None and reader.stream_id:
             await on_cancel()
         return outcome
@@ -654,25 +783,28 @@ async def _exchange(
 
 
 async def read_answer(
-    chunks: AsyncIterator[bytes], parser: EventStreamParser, reader: AnswerReader, deadline: Deadline,
-    out: AnswerWriter, cancel_after: int | None,
+    chunks: AsyncIterator[bytes], reader: AnswerReader, deadline: Deadline,
+    out: Writer, cancel_after: int | None,
 ) -> Outcome:
     """Reads one response body's events: text and tool calls to `out`, until a terminal
     event (its outcome), --cancel-after, or the end of the body (truncated). Never raises
     for what the body holds."""
-    ended = False
+    parser = event_parser()
     try:
-        while not ended:
+        while True:
             try:
                 chunk = await deadline.wait(anext(chunks))
-                events = parser.feed(chunk)
             except StopAsyncIteration:
-                events, ended = parser.finish(), True
+                break  # an event the body did not finish is dropped, as the spec says
+            try:
+                events = parser.feed(chunk)  # keep-alive comments are no events
+            except sse.SSEError as error:
+                raise MalformedStream(str(error)) from None
             for event in events:
-                if event.type == ":":
-                    continue  # a keep-alive comment is not an event
                 deadline.restart()
                 reading = reader.take(event)
+                if reading.reasoning:
+                    out.reasoning(reading.reasoning)
                 if reading.text:
                     out.text(reading.text)
                 if reading.tool_call is not None:
@@ -766,7 +898,6 @@ def append_turn(path: Path, history: list[dict[str, Any]], question: dict[str, A
 # has images, so that a run without them starts as fast as before. The import is pure: the
 # module and what it pulls in (chat.web.errors, the `sse` package) are plain Python that
 # defines constants, tables and classes, with no I/O and nothing read from the environment.
-REPOSITORY_SOURCE = Path(__file__).resolve().parent.parent / "src"
 PLACEHOLDER = "[image not re-sent: {}]"
 
 
@@ -778,10 +909,8 @@ class ImageFileError(ValueError):
 def image_rules() -> ModuleType:
     """chat.api.images, from the repository's src/. Raises ImageFileError when the CLI runs
     outside its repository (the module is not there)."""
-    if str(REPOSITORY_SOURCE) not in sys.path:
-        sys.path.insert(0, str(REPOSITORY_SOURCE))
     try:
-        return import_module("chat.api.images")
+        return repository_module("chat.api.images")
     except ImportError:
         raise ImageFileError(f"images are checked by the Worker's own reader, {REPOSITORY_SOURCE / 'chat/api/images.py'}, "
                              "which is not there: run the CLI from its repository") from None
@@ -910,12 +1039,15 @@ def positive_float(text: str) -> float:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        description="Ask the chat Worker a question; the answer streams to stdout, one status line to stderr.",
+        description="Ask the chat Worker a question; the answer streams to stdout, one status line to stderr. "
+                    "Without a question, hold a conversation: a prompt for each turn.",
         epilog="exit status: 0 complete; 5 cut short (length, content_filter), ended for a reason not known "
-               "(other) or empty; 3 cancelled or stdout closed; 4 stream error; 130 interrupted; 2 usage",
+               "(other) or empty; 3 cancelled or stdout closed; 4 stream error; 130 interrupted; 2 usage. "
+               "A conversation exits with its last answer's status (0 when none).",
     )
-    parser.add_argument("question")
+    parser.add_argument("question", nargs="?", help="the question (none: a conversation, /new starts over, /exit or Ctrl-D leaves)")
     parser.add_argument("--url", default=DEFAULT_URL, help=f"the Worker (default {DEFAULT_URL})")
+    parser.add_argument("--model", help="the model to answer, one of the Worker's (default: the Worker's)")
     parser.add_argument("--history", type=Path, metavar="FILE.json", help="earlier turns, sent before the question")
     parser.add_argument("--tools", type=Path, metavar="FILE.json",
                         help="OpenAI function tools to offer the model; its calls are printed as JSON lines, not run")
@@ -929,6 +1061,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--token", default=os.environ.get("CHAT_TOKEN"), help="bearer token (default: $CHAT_TOKEN)")
     parser.add_argument("--reasoning-effort", choices=REASONING_EFFORTS, default=DEFAULT_REASONING_EFFORT,
                         help=f"how much a thinking model thinks first (default {DEFAULT_REASONING_EFFORT}: short, so the answer fits)")
+    parser.add_argument("--plain", action="store_true", help="on a terminal, print the text as it comes instead of rendering markdown")
+    parser.add_argument("--no-reasoning", action="store_true", help="on a terminal, hide a thinking model's reasoning")
     return parser.parse_args(argv)
 
 
@@ -937,10 +1071,122 @@ def usage_error(message: str) -> int:
     return EXIT_USAGE
 
 
+PROMPT = "> "
+GREETING = "a conversation with {}: /new starts over, /exit or Ctrl-D leaves, Ctrl-C stops an answer"
+NEW_CONVERSATION = "a new conversation"
+
+
+class Conversation:
+    """The turns so far (from --history, and each answer that ended whole), and how to ask
+    for the next one."""
+
+    def __init__(self, args: argparse.Namespace, history: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> None:
+        self.args = args
+        self.history = history
+        self.tools = tools
+        self._rendering = not args.plain  # off for good once rich turns out to be missing
+
+    def ask(self, question: dict[str, Any]) -> Outcome | None:
+        """One turn: the answer to stdout, the status line to stderr. None when the
+        history holds an image the Worker would refuse (a usage error, already said)."""
+        args = self.args
+        try:
+            messages = sendable([*self.history, question])
+        except HistoryError as problem:
+            usage_error(f"--history {args.history}: {problem}")
+            return None
+        writer = self._writer()
+        outcome = asyncio.run(ask(
+            args.url, messages, out=writer, raw=args.raw,
+            token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
+            reasoning_effort=args.reasoning_effort, tools=self.tools, model=args.model,
+        ))
+        if outcome.kind == "output_closed":
+            # Nothing more can reach stdout: point it at /dev/null, so that the flush at exit
+            # does not print an error about the closed pipe (Python's documented way).
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        else:
+            writer.finish()
+        if outcome.answer is not None:
+            if args.history is not None:
+                try:
+                    append_turn(args.history, self.history, question, outcome.answer)
+                except OSError as problem:
+                    print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
+            self.history = [*self.history, question, outcome.answer]
+        for line in outcome.report(terminal=sys.stderr.isatty()):
+            print(line, file=sys.stderr, flush=True)
+        return outcome
+
+    def hold(self) -> int:
+        """Questions from stdin, one a line, each answered in turn, until Ctrl-D (the end
+        of stdin) or /exit. On a terminal, a prompt; Ctrl-C there starts a new line, and
+        during an answer it stops the answer (ask's own handling), not the conversation.
+        Returns the last answer's exit status (0 when none)."""
+        prompting = sys.stdin.isatty()
+        if prompting:
+            import readline  # noqa: F401  (line editing and recall for input())
+            self._say(GREETING.format(self.args.model or "the Worker's model"))
+        status = EXIT_COMPLETE
+        while True:
+            try:
+                line = self._read_line(prompting)
+            except EOFError:
+                if prompting:
+                    print(file=sys.stderr)  # the shell's prompt on a line of its own
+                return status
+            except KeyboardInterrupt:
+                print(file=sys.stderr)
+                continue
+            if not line.strip():
+                continue
+            if line.strip() == "/exit":
+                return status
+            if line.strip() == "/new":
+                self.history = []
+                where = f"; {self.args.history} keeps the last one until this one's first whole answer" if self.args.history else ""
+                self._say(NEW_CONVERSATION + where)
+                continue
+            outcome = self.ask(user_message(line, []))
+            if outcome is None:
+                return EXIT_USAGE
+            status = outcome.exit_code
+            if outcome.kind == "output_closed":
+                return status
+
+    def _read_line(self, prompting: bool) -> str:
+        if prompting and sys.stdout.isatty():
+            return input(PROMPT)  # readline knows the prompt, so editing redraws it
+        if prompting:
+            # stdout is a file or a pipe: it gets answers only; the prompt goes to the terminal.
+            sys.stderr.write(PROMPT)
+            sys.stderr.flush()
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        return line.rstrip("\n")
+
+    def _say(self, line: str) -> None:
+        print(OWN_LINE.format(visible(line)) if sys.stderr.isatty() else line, file=sys.stderr, flush=True)
+
+    def _writer(self) -> Writer:
+        terminal = sys.stdout.isatty()
+        reasoning = not self.args.no_reasoning
+        if terminal and self._rendering:
+            try:
+                return MarkdownWriter(sys.stdout, reasoning=reasoning)
+            except ImportError:
+                self._rendering = False
+                self._say("rich is not installed: answers are shown as plain text (`pip install rich`, or --plain)")
+        return AnswerWriter(sys.stdout, terminal=terminal, reasoning=reasoning)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    if not args.question.strip():
+    if args.question is not None and not args.question.strip():
         return usage_error("the question is empty")
+    if args.question is None and args.image:
+        return usage_error("--image needs a question: a conversation's turns are text")
     if args.tools is not None and args.raw:
         # Raw frames are Workers AI's own: their tool calls are not read, so none would show.
         return usage_error("--tools: not allowed with --raw")
@@ -954,36 +1200,17 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, RecursionError) as problem:
         return usage_error(f"--tools {args.tools}: {problem}")
     try:
-        question = user_message(args.question, read_images(args.image) if args.image else [])
+        question = None if args.question is None else user_message(args.question, read_images(args.image) if args.image else [])
     except ImageFileError as problem:
         return usage_error(str(problem))
-    try:
-        messages = sendable([*history, question])
-    except HistoryError as problem:
-        return usage_error(f"--history {args.history}: {problem}")
     # Model text may hold a lone surrogate (docs/protocol.md): print it as U+FFFD, not a crash.
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
-    writer = AnswerWriter(sys.stdout, terminal=sys.stdout.isatty())
-    outcome = asyncio.run(ask(
-        args.url, messages, out=writer, raw=args.raw,
-        token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
-        reasoning_effort=args.reasoning_effort, tools=tools,
-    ))
-    if outcome.kind == "output_closed":
-        # Nothing more can reach stdout: point it at /dev/null, so that the flush at exit
-        # does not print an error about the closed pipe (Python's documented way).
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    else:
-        writer.end_line()
-    if args.history is not None and outcome.answer is not None:
-        try:
-            append_turn(args.history, history, question, outcome.answer)
-        except OSError as problem:
-            print(f"chat_cli: --history {args.history}: not written: {problem}", file=sys.stderr)
-    for line in outcome.report(terminal=sys.stderr.isatty()):
-        print(line, file=sys.stderr, flush=True)
-    return outcome.exit_code
+    conversation = Conversation(args, history, tools)
+    if question is None:
+        return conversation.hold()
+    outcome = conversation.ask(question)
+    return EXIT_USAGE if outcome is None else outcome.exit_code
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +22,7 @@ NODE = ROOT / ".venv" / "bin" / "node"
 DRIVER = Path(__file__).with_name("page_driver.mjs")
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
 CLI = ROOT / "clients" / "chat_cli.py"
+DEFAULT_MODEL = tomllib.loads((ROOT / "wrangler.toml").read_text())["vars"]["MODEL"]
 
 
 @dataclass
@@ -89,6 +92,19 @@ class CliRun:
         lines = self.stderr.rstrip("\n").split("\n")
         assert lines != [""], "the CLI wrote no status line"
         return lines[-1]
+
+    @property
+    def ending(self) -> str:
+        return ending(self.status)
+
+
+# What a status line says beyond how the answer ended: the model, the tokens, the finish_reason.
+DETAILS = re.compile(r" (?:model|tokens|finish)=\S+")
+
+
+def ending(status: str) -> str:
+    """A status line without its details: how the answer ended, and its counts."""
+    return DETAILS.sub("", status)
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> CliRun:

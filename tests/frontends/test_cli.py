@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.frontends.cli_scenarios import CLI_SCENARIOS, WAITING, WRITING
-from tests.frontends.conftest import CLI, ROOT, run_cli
+from tests.frontends.conftest import CLI, DEFAULT_MODEL, ROOT, ending, run_cli
 from tests.frontends.upstreams import (
     CURRENT_TIME,
     FAILING,
@@ -41,13 +41,28 @@ QUESTION = "What is a token-length side channel?"
 # --- usage ------------------------------------------------------------------------------
 
 
-def test_a_malformed_history_file_or_missing_question_is_a_usage_error_with_exit_2(tmp_path):
+def test_a_malformed_history_file_or_an_image_without_a_question_is_a_usage_error_with_exit_2(tmp_path):
     history = tmp_path / "history.json"
     history.write_text(json.dumps([{"role": "user"}]))
     bad_history = run_cli("--url", "http://127.0.0.1:9", "--history", str(history), QUESTION)
     assert bad_history.exit_code == 2 and "history" in bad_history.stderr
-    no_question = run_cli("--url", "http://127.0.0.1:9")
-    assert no_question.exit_code == 2 and "question" in no_question.stderr
+    image = tmp_path / "dot.png"
+    image.write_bytes(png(1, 1))
+    no_question = run_cli("--url", "http://127.0.0.1:9", "--image", str(image))
+    assert no_question.exit_code == 2 and "--image needs a question" in no_question.stderr
+
+
+def test_without_a_question_each_line_of_stdin_is_a_turn_and_its_end_leaves(start_runtime):
+    # No terminal: no prompt and no greeting; stdout gets the answers only, stderr a status
+    # line a turn (test_cli_interactive.py holds a conversation in a pseudo-terminal).
+    runtime = start_runtime(CLI_SCENARIOS)
+    finished = subprocess.run([sys.executable, str(CLI), "--url", runtime.url], input=b"Hi\n\n/nothing\n", cwd=ROOT,
+                              capture_output=True, timeout=30)
+    status_lines = finished.stderr.decode().split("\n")[:-1]
+    assert (finished.returncode, finished.stdout) == (0, b"Hello.\nHello.\n"), finished.stderr
+    assert [ending(line) for line in status_lines] == ["complete chunks=1 chars=6"] * 2, "a blank line is no turn"
+    empty = subprocess.run([sys.executable, str(CLI), "--url", "http://127.0.0.1:9"], input=b"", capture_output=True, timeout=30)
+    assert (empty.returncode, empty.stdout, empty.stderr) == (0, b"", b""), "nothing asked: nothing sent, status 0"
 
 
 def test_nothing_listening_is_a_connection_failed_stream_error():
@@ -61,6 +76,7 @@ def test_nothing_listening_is_a_connection_failed_stream_error():
 @pytest.mark.smoke
 def test_the_answer_is_printed_as_it_arrives_then_a_complete_status_line(start_runtime):
     runtime = start_runtime(SLOW_ANSWER)
+    mark = len(runtime.lines)
     process = subprocess.Popen(
         [sys.executable, str(CLI), "--url", runtime.url, QUESTION], cwd=ROOT,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -73,7 +89,12 @@ def test_the_answer_is_printed_as_it_arrives_then_a_complete_status_line(start_r
     assert process.wait(timeout=30) == 0, stderr
     expected = expected_answer(QUESTION)
     assert b"".join(c for _, c in arrivals).decode() == expected + "\n"
-    assert stderr == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)}\n"
+    # The details are the Worker's: the model it called (meta), the usage and finish_reason
+    # it logged (done).
+    logged = runtime.wait_for_record("chat_stream_completed", since=mark)
+    tokens = f" tokens={logged['usage']['prompt_tokens']}+{logged['usage']['completion_tokens']}"
+    finish = f" finish={logged['finish_reason']}" if logged["finish_reason"] else ""
+    assert stderr == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)} model={DEFAULT_MODEL}{tokens}{finish}\n"
     assert len(arrivals) >= 5, "text is written as it arrives, not at the end"
     assert arrivals[-1][0] - arrivals[0][0] >= 0.8
 
@@ -95,7 +116,7 @@ def test_raw_mode_reads_workers_ai_frames_and_is_complete_at_done(start_runtime)
     result = run_cli("--url", runtime.url, "--raw", QUESTION)
     expected = expected_answer(QUESTION)
     assert (result.exit_code, result.stdout) == (0, expected + "\n")
-    assert result.stderr == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)}\n"
+    assert ending(result.stderr) == f"complete chunks={SLOW_ANSWER_CHUNKS} chars={len(expected)}\n"
 
 
 def write_history(tmp_path, turns: int) -> str:
@@ -320,7 +341,7 @@ def test_tools_from_a_file_are_offered_and_each_call_is_printed_as_one_json_line
     call = json.loads(line)["tool_call"]
     assert call == {"id": call["id"], "name": "current_time", "arguments": call["arguments"], "input": {"timezone": "UTC"}}
     assert json.loads(call["arguments"]) == {"timezone": "UTC"} and call["id"]
-    assert result.status == "complete chunks=0 chars=0 tool_calls=1"
+    assert result.status.startswith("complete chunks=0 chars=0 tool_calls=1") and result.status.endswith(" finish=tool_calls")
     assert runtime.wait_for_record("ai_run", since=mark)["tools"] == ["current_time"]
 
 

@@ -21,14 +21,15 @@ from tests.frontends.cli_scenarios import (
     STOPPED,
     UNKNOWN_ENDING,
 )
-from tests.frontends.conftest import run_cli
+from tests.frontends.conftest import ending, run_cli
 
 GAP_WARNING = "warning: 1 frame of the model's output could not be read; the answer may have gaps"
 FAILED_MESSAGE = "error: The model stream failed. (request ID)"
 
 
 def without_request_ids(stderr: str) -> list[str]:
-    return re.sub(r"\(request [0-9a-f]+\)", "(request ID)", stderr).split("\n")[:-1]
+    """stderr's lines, the request ids and the status line's details (test_cli.py) left out."""
+    return [ending(line) for line in re.sub(r"\(request [0-9a-f]+\)", "(request ID)", stderr).split("\n")[:-1]]
 
 
 SAME = object()  # --raw prints what /api/chat does

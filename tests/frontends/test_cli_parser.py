@@ -20,9 +20,7 @@ from clients.chat_cli import (
     AnswerWriter,
     Deadline,
     Event,
-    EventStreamParser,
     HistoryError,
-    MalformedStream,
     Outcome,
     ProtocolReader,
     RawReader,
@@ -37,23 +35,14 @@ from clients.chat_cli import (
 from tests.image_files import data_url, gif, png, png_header_only
 
 BODY = (
-    "event: meta\r\ndata: {\"request_id\":\"r\"}\r\n\r\n"
+    "event: meta\r\ndata: {\"request_id\":\"r\",\"model\":\"@cf/zai-org/glm-4.7-flash\"}\r\n\r\n"
     ": ping\n\n"
+    "event: reasoning\rdata: {\"text\":\"Hmm.\"}\r\r"
     "event: delta\rdata: {\"text\":\"Grüße 🚀\"}\r\r"
-    "data: line one\ndata: line two\n\n"
     "event: delta\ndata: {\"text\":\"a\u2028b\"}\n\n"
-    "event: done\ndata:{}\n\n"
-    "event: delta\ndata: unfinished"
+    "event: done\ndata:{\"finish_reason\":\"stop\",\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":4}}\n\n"
+    "event: delta\ndata: {\"text\":\"unfinished"
 ).encode()
-
-EXPECTED = [
-    Event(type="meta", data='{"request_id":"r"}'),
-    Event(type=":", data="ping"),
-    Event(type="delta", data='{"text":"Grüße 🚀"}'),
-    Event(type="message", data="line one\nline two"),
-    Event(type="delta", data='{"text":"a\u2028b"}'),
-    Event(type="done", data="{}"),
-]
 
 
 def split_whole(body: bytes) -> list[bytes]:
@@ -70,18 +59,29 @@ def split_randomly(body: bytes) -> list[bytes]:
     return [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=False)]
 
 
+def read_body(pieces: list[bytes], out: io.StringIO, reader: ProtocolReader | RawReader | None = None) -> Outcome:
+    async def chunks() -> AsyncIterator[bytes]:
+        for piece in pieces:
+            yield piece
+
+    return asyncio.run(read_answer(chunks(), reader or ProtocolReader(), Deadline(None), AnswerWriter(out), None))
+
+
 @pytest.mark.parametrize("split", [split_whole, split_bytes, split_randomly], ids=["whole", "byte-by-byte", "random"])
-def test_events_are_the_same_however_the_bytes_are_split(split):
-    parser = EventStreamParser()
-    events = [event for chunk in split(BODY) for event in parser.feed(chunk)]
-    assert events + parser.finish() == EXPECTED, "an unfinished event at the end is dropped"
+def test_the_answer_is_the_same_however_the_bytes_are_split(split):
+    # The CLI reads events with the project's own parser (src/sse): CR, LF and CRLF end
+    # lines, never U+2028; a comment is no event; nothing after the terminal is read.
+    out = io.StringIO()
+    outcome = read_body(split(BODY), out)
+    assert out.getvalue() == "Grüße 🚀a\u2028b", "reasoning is not the answer"
+    assert outcome.status_line == "complete chunks=2 chars=10 model=@cf/zai-org/glm-4.7-flash tokens=9+4 finish=stop"
 
 
-def test_a_line_over_the_cap_is_a_malformed_stream():
-    parser = EventStreamParser(max_line_chars=100)
-    parser.feed(b"data: " + b"x" * 90)
-    with pytest.raises(MalformedStream):
-        parser.feed(b"x" * 20)
+@pytest.mark.parametrize("line", [b"data: " + b"x" * (chat_cli.MAX_LINE_CHARS + 1), b"data: x\n" * (chat_cli.MAX_LINE_CHARS // 8 + 1)],
+                         ids=["a-line", "an-event"])
+def test_a_line_or_an_event_over_the_cap_is_a_malformed_stream(line):
+    outcome = read_body([b"event: delta\n", line], io.StringIO())
+    assert outcome.status_line == "stream_error: malformed_stream"
 
 
 # --- the protocol's events, read into what the CLI prints (no I/O) ------------------------
@@ -125,7 +125,7 @@ def test_the_status_line_of_an_answer_with_tool_calls_counts_them():
     ):
         assert reader.take(event).outcome is None
     done = reader.take(protocol_event("done", finish_reason="tool_calls", tool_calls=1, chunks=1, chars=12))
-    assert done.outcome is not None and done.outcome.status_line == "complete chunks=1 chars=12 tool_calls=1"
+    assert done.outcome is not None and done.outcome.status_line == "complete chunks=1 chars=12 tool_calls=1 model=m finish=tool_calls"
     assert Outcome(kind="complete", chunks=2, chars=5).status_line == "complete chunks=2 chars=5", "no count without calls"
 
 
@@ -189,10 +189,10 @@ def test_a_tool_call_after_text_that_did_not_end_a_line_is_printed_on_a_line_of_
         yield body
 
     out = io.StringIO()
-    outcome = asyncio.run(read_answer(chunks(), EventStreamParser(), ProtocolReader(), Deadline(None), AnswerWriter(out), None))
+    outcome = asyncio.run(read_answer(chunks(), ProtocolReader(), Deadline(None), AnswerWriter(out), None))
     line = json.dumps({"tool_call": {**CALL, "input": {"timezone": "UTC"}}})
     assert out.getvalue() == f"Let me look.\n{line}\nDone.\n{line.replace('call_1', 'call_2')}\n"
-    assert outcome.status_line == "complete chunks=2 chars=18 tool_calls=2"
+    assert outcome.status_line == "complete chunks=2 chars=18 tool_calls=2 finish=tool_calls"
 
 
 # --- how an answer ended ------------------------------------------------------------------
@@ -207,10 +207,10 @@ def ended(reader: ProtocolReader | RawReader, *events: Event) -> Outcome:
 
 
 @pytest.mark.parametrize(("done", "status", "exit_code", "whole"), [
-    pytest.param({"finish_reason": "stop", "skipped": 0}, "complete chunks=1 chars=2", 0, True, id="stop"),
+    pytest.param({"finish_reason": "stop", "skipped": 0}, "complete chunks=1 chars=2 finish=stop", 0, True, id="stop"),
     pytest.param({"finish_reason": None}, "complete chunks=1 chars=2", 0, True, id="not-said"),
     pytest.param({}, "complete chunks=1 chars=2", 0, True, id="no-field"),
-    pytest.param({"finish_reason": "function_call"}, "complete chunks=1 chars=2", 0, True, id="function-call"),
+    pytest.param({"finish_reason": "function_call"}, "complete chunks=1 chars=2 finish=function_call", 0, True, id="function-call"),
     pytest.param({"finish_reason": "length"}, "cut_short: length chunks=1 chars=2", 5, False, id="length"),
     pytest.param({"finish_reason": "content_filter"}, "cut_short: content_filter chunks=1 chars=2", 5, False, id="content-filter"),
     pytest.param({"finish_reason": "other"}, "unknown_ending: other chunks=1 chars=2", 5, False, id="other"),
@@ -220,10 +220,14 @@ def ended(reader: ProtocolReader | RawReader, *events: Event) -> Outcome:
     pytest.param({"finish_reason": {"a": 1}}, "unknown_ending: other chunks=1 chars=2", 5, False, id="reason-an-object"),
     # An older Worker's `done` for a failed generation: a failure, never complete.
     pytest.param({"finish_reason": "error"}, "stream_error: generation_failed", 4, False, id="older-worker-error"),
-    pytest.param({"finish_reason": "stop", "skipped": 2}, "complete chunks=1 chars=2 skipped=2", 0, True, id="skipped"),
+    pytest.param({"finish_reason": "stop", "skipped": 2}, "complete chunks=1 chars=2 skipped=2 finish=stop", 0, True, id="skipped"),
     pytest.param({"finish_reason": "length", "skipped": 1}, "cut_short: length chunks=1 chars=2 skipped=1", 5, False, id="skipped-and-cut"),
-    pytest.param({"finish_reason": "stop", "skipped": True}, "complete chunks=1 chars=2", 0, True, id="skipped-not-a-count"),
-    pytest.param({"finish_reason": "stop", "skipped": -1}, "complete chunks=1 chars=2", 0, True, id="skipped-negative"),
+    pytest.param({"finish_reason": "stop", "skipped": True}, "complete chunks=1 chars=2 finish=stop", 0, True, id="skipped-not-a-count"),
+    pytest.param({"finish_reason": "stop", "skipped": -1}, "complete chunks=1 chars=2 finish=stop", 0, True, id="skipped-negative"),
+    pytest.param({"finish_reason": "stop", "usage": {"prompt_tokens": 12, "completion_tokens": 3, "total_tokens": 15}},
+                 "complete chunks=1 chars=2 tokens=12+3 finish=stop", 0, True, id="usage"),
+    pytest.param({"finish_reason": "stop", "usage": {"prompt_tokens": "12", "completion_tokens": True}},
+                 "complete chunks=1 chars=2 finish=stop", 0, True, id="usage-not-counts"),
 ])
 def test_the_done_event_gives_the_status_line_the_exit_code_and_the_turn_for_history(done, status, exit_code, whole):
     outcome = ended(ProtocolReader(), protocol_event("delta", text="Hi"), protocol_event("done", **done))
@@ -252,6 +256,18 @@ def test_on_a_terminal_the_clis_own_lines_are_reverse_video_and_a_servers_words_
     assert outcome.report(terminal=True) == ["\x1b[7merror: Gone.\\x0d\\x1b]0;t\\x07 (request r)\x1b[0m", "\x1b[7mstream_error: bad\\x1b[2K\x1b[0m"]
 
 
+@pytest.mark.parametrize(("model", "shown"), [
+    pytest.param("@cf/moonshotai/kimi-k2.6", "@cf/moonshotai/kimi-k2.6", id="a-catalog-name"),
+    pytest.param("\x1b[2K\rcomplete", None, id="escapes-not-shown"),
+    pytest.param("m" * 129, None, id="too-long-not-shown"),
+    pytest.param(7, None, id="not-a-string"),
+])
+def test_the_status_line_names_the_model_only_when_it_reads_like_a_name(model, shown):
+    outcome = ended(ProtocolReader(), protocol_event("meta", request_id="r", model=model), protocol_event("delta", text="Hi"),
+                    protocol_event("done", finish_reason="stop"))
+    assert outcome.status_line == "complete chunks=1 chars=2" + (f" model={shown}" if shown else "") + " finish=stop"
+
+
 def chunk(finish_reason: object = None, content: str | None = None) -> Event:
     delta = {} if content is None else {"content": content}
     return protocol_event("message", choices=[{"index": 0, "delta": delta, "finish_reason": finish_reason}])
@@ -261,13 +277,13 @@ DONE = Event(type="message", data="[DONE]")
 
 
 @pytest.mark.parametrize(("frames", "status"), [
-    pytest.param([chunk(content="Hi"), chunk("stop"), DONE], "complete chunks=1 chars=2", id="stop"),
+    pytest.param([chunk(content="Hi"), chunk("stop"), DONE], "complete chunks=1 chars=2 finish=stop", id="stop"),
     pytest.param([protocol_event("message", response="Hi"), DONE], "complete chunks=1 chars=2", id="native-says-nothing"),
     pytest.param([chunk(content="Hi"), chunk("length"), DONE], "cut_short: length chunks=1 chars=2", id="length"),
     pytest.param([chunk(content="Hi"), chunk("max_tokens"), DONE], "cut_short: length chunks=1 chars=2", id="max-tokens-alias"),
     pytest.param([chunk(content="Hi"), chunk("content_filter"), DONE], "cut_short: content_filter chunks=1 chars=2", id="content-filter"),
-    pytest.param([chunk(content="Hi"), chunk("eos"), DONE], "complete chunks=1 chars=2", id="eos-alias"),
-    pytest.param([chunk(content="Hi"), chunk("end_turn"), DONE], "complete chunks=1 chars=2", id="end-turn-alias"),
+    pytest.param([chunk(content="Hi"), chunk("eos"), DONE], "complete chunks=1 chars=2 finish=eos", id="eos-alias"),
+    pytest.param([chunk(content="Hi"), chunk("end_turn"), DONE], "complete chunks=1 chars=2 finish=end_turn", id="end-turn-alias"),
     pytest.param([chunk(content="Hi"), chunk("weird"), DONE], "unknown_ending: weird chunks=1 chars=2", id="unknown"),
     pytest.param([chunk(content="Hi"), chunk("length"), chunk(""), chunk(None), DONE], "cut_short: length chunks=1 chars=2", id="empty-later-reason-keeps-it"),
     pytest.param([chunk(content="Hi"), protocol_event("message", response="", finish_reason="length"), DONE],

@@ -25,12 +25,13 @@ from tests.frontends.cli_scenarios import (
     HOSTILE_PIECES,
     HOSTILE_TEXT,
 )
-from tests.frontends.conftest import CLI, ROOT
+from tests.frontends.conftest import CLI, DEFAULT_MODEL, ROOT
 from tests.frontends.upstreams import CURRENT_TIME
 
 # The CLI's own lines on a terminal: reverse video, then every attribute off.
 OWN = "\x1b[7m{}\x1b[0m\n"
-HOSTILE_STATUS = f"complete chunks={len(HOSTILE_PIECES)} chars={len(HOSTILE_TEXT)}"
+# Native frames carry no usage and no finish_reason: the model is the only detail.
+HOSTILE_STATUS = f"complete chunks={len(HOSTILE_PIECES)} chars={len(HOSTILE_TEXT)} model={DEFAULT_MODEL}"
 # Unicode's bidi classes of the embeddings, overrides and isolates (UAX #9).
 BIDI_CONTROLS = {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}
 
@@ -114,7 +115,7 @@ def test_the_scenario_holds_every_kind_of_escape():
 ])
 def test_the_models_escapes_are_shown_escaped_on_a_terminal_and_byte_exact_in_a_pipe(start_runtime, stdout_on_terminal, stderr_on_terminal):
     runtime = start_runtime(CLI_SCENARIOS)
-    run = run_on_terminal("--url", runtime.url, HOSTILE, stdout_on_terminal=stdout_on_terminal, stderr_on_terminal=stderr_on_terminal)
+    run = run_on_terminal("--plain", "--url", runtime.url, HOSTILE, stdout_on_terminal=stdout_on_terminal, stderr_on_terminal=stderr_on_terminal)
     assert run.exit_code == 0, run
     # The text does not end a line: the CLI ends it, so that the status line starts its own.
     answer_on_terminal = shown(HOSTILE_TEXT) + "\n" if stdout_on_terminal else ""
@@ -126,7 +127,7 @@ def test_the_models_escapes_are_shown_escaped_on_a_terminal_and_byte_exact_in_a_
 
 def test_each_escape_arrives_visibly_escaped_and_no_model_text_looks_like_the_status_line(start_runtime):
     runtime = start_runtime(CLI_SCENARIOS)
-    run = run_on_terminal("--url", runtime.url, HOSTILE)
+    run = run_on_terminal("--plain", "--url", runtime.url, HOSTILE)
     answer, status = run.terminal.split("\x1b[7m")
     for escaped in (
         "Title: \\x1b]0;pwned title\\x07 and",  # OSC 0 (window title)
@@ -151,7 +152,7 @@ def test_a_tool_call_line_on_a_terminal_is_json_with_its_escapes_kept_as_json_es
     runtime = start_runtime(CLI_SCENARIOS)
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([CURRENT_TIME]))
-    on_terminal = run_on_terminal("--url", runtime.url, "--tools", str(tools), HOSTILE_CALL)
+    on_terminal = run_on_terminal("--plain", "--url", runtime.url, "--tools", str(tools), HOSTILE_CALL)
     piped = run_on_terminal("--url", runtime.url, "--tools", str(tools), HOSTILE_CALL, stdout_on_terminal=False, stderr_on_terminal=False)
     assert (on_terminal.exit_code, piped.exit_code) == (0, 0), (on_terminal, piped)
     call = {"id": "call_1", "name": "note", "arguments": HOSTILE_CALL_ARGUMENTS, "input": json.loads(HOSTILE_CALL_ARGUMENTS)}
@@ -159,6 +160,6 @@ def test_a_tool_call_line_on_a_terminal_is_json_with_its_escapes_kept_as_json_es
     assert text == shown(HOSTILE_CALL_TEXT) == "Calling\\x1b[2K."
     assert json.loads(line) == {"tool_call": call}, "the same call, read back"
     assert "\\u009b2J \\u202eevil\\u007f" in line and acted_on(line) == []
-    assert status == OWN.format(f"complete chunks=1 chars={len(HOSTILE_CALL_TEXT)} tool_calls=1").rstrip("\n")
+    assert status == OWN.format(f"complete chunks=1 chars={len(HOSTILE_CALL_TEXT)} tool_calls=1 model={DEFAULT_MODEL} finish=tool_calls").rstrip("\n")
     # Piped, the line is as it always was: the model's characters as they came.
     assert piped.stdout.decode() == HOSTILE_CALL_TEXT + "\n" + json.dumps({"tool_call": call}, ensure_ascii=False) + "\n"

@@ -20,6 +20,7 @@ from tests.harness.scenarios import (
     scripted_options,
     send,
     sleep,
+    transcript,
     workers_ai_chunk,
 )
 
@@ -92,6 +93,34 @@ WAITING_FIRST = "Once upon a time"
 WRITING = "Keep writing."
 WRITING_STEPS = [native_frame("Once upon a time,"), *(step for _ in range(600) for step in (sleep(100), native_frame(" and then")))]
 
+# --- a person at a terminal (test_cli_interactive.py) -------------------------------------------
+
+# Markdown of every kind the terminal renders, streamed in small pieces with pauses, so that
+# blocks finish while the answer streams and are printed once, above the open one.
+MARKDOWN = "Show me some markdown."
+MARKDOWN_ANSWER = (
+    "## Streaming, briefly\n\n"
+    "A stream sends **words as they come**, not the *whole answer* at the end; see "
+    "[the spec](https://html.spec.whatwg.org/multipage/server-sent-events.html).\n\n"
+    "1. Open the stream.\n2. Read each event.\n3. Stop at `done`.\n\n"
+    "```python\nfor event in stream:\n    print(event.data)\n```\n\n"
+    "| event | meaning |\n|---|---|\n| delta | more text |\n| done | the whole answer |\n\n"
+    "> A cut answer is never shown as whole.\n\n"
+    "That is all."
+)
+MARKDOWN_STEPS = [step for start in range(0, len(MARKDOWN_ANSWER), 9)
+                  for step in (native_frame(MARKDOWN_ANSWER[start:start + 9]), sleep(15))] + [done_frame()]
+
+# A thinking model: reasoning first (Workers AI's reasoning_content), then the answer.
+THINKING = "Think first."
+THINKING_REASONING = "The user wants a short answer."
+THINKING_ANSWER = "Short answer."
+THINKING_STEPS = [workers_ai_chunk(5, reasoning=THINKING_REASONING), workers_ai_chunk(8, content=THINKING_ANSWER),
+                  workers_ai_chunk(8, finish_reason="stop"), done_frame()]
+
+# Each turn's answer is the conversation the model was sent, one `role: text` line a message.
+FIRST_TURN, SECOND_TURN = "First turn.", "Second turn."
+
 CLI_SCENARIOS = dataclasses.replace(
     scripted_options(
         [native_frame("Hello."), done_frame()],
@@ -101,6 +130,10 @@ CLI_SCENARIOS = dataclasses.replace(
             HOSTILE_CALL: script(HOSTILE_CALL_STEPS),
             WAITING: script([native_frame(WAITING_FIRST), hang()]),
             WRITING: script(WRITING_STEPS),
+            MARKDOWN: script(MARKDOWN_STEPS),
+            THINKING: script(THINKING_STEPS),
+            FIRST_TURN: script([transcript(), done_frame()]),
+            SECOND_TURN: script([transcript(), done_frame()]),
         },
         # workerd alone sees a client that left at the Worker's next write: a ping every
         # 200 ms (not every 15 s) is one while WAITING waits.

@@ -1,0 +1,192 @@
+"""clients/chat_cli.py as a person uses it, in a pseudo-terminal of its own (pexpect: the
+CLI's controlling terminal, so Ctrl-C and Ctrl-D are the terminal's own): answers rendered
+as markdown while they stream, reasoning apart, a conversation with /new, Ctrl-C and
+Ctrl-D. What a window would show is read through a terminal emulator (pyte), after rich's
+redraws. The real runtime, with scripted models (tests/frontends/cli_scenarios.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import unicodedata
+
+import pexpect
+import pyte
+import pytest
+from rich.console import Console
+from rich.markdown import Markdown
+
+from tests.frontends.cli_scenarios import (
+    CLI_SCENARIOS,
+    FIRST_TURN,
+    HOSTILE,
+    MARKDOWN,
+    MARKDOWN_ANSWER,
+    SECOND_TURN,
+    THINKING,
+    THINKING_ANSWER,
+    THINKING_REASONING,
+    WAITING,
+    WAITING_FIRST,
+)
+from tests.frontends.conftest import CLI, DEFAULT_MODEL, ROOT, ending, run_cli
+
+COLUMNS, ROWS = 100, 30
+PROMPT = "> "
+# rich's own sequences, the only ones that may reach the terminal: SGR (styles), erase the
+# line, cursor up (the live region's redraw), and hide or show the cursor.
+RICH_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[\d*A|\x1b\[\?25[lh]")
+ANY_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.)", re.DOTALL)
+
+
+def spawn(*args: str) -> pexpect.spawn:
+    env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color"}
+    return pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
+                         encoding="utf-8", codec_errors="strict", timeout=30)
+
+
+def finished(child: pexpect.spawn) -> str:
+    """Everything the CLI wrote to its terminal, once it has exited."""
+    child.expect(pexpect.EOF)
+    child.close()
+    return child.before
+
+
+def window(output: str) -> pyte.Screen:
+    """What a terminal window shows after `output`. Taller than the terminal the CLI was
+    given, so nothing scrolls away: rich moves the cursor only within its live region."""
+    screen = pyte.Screen(COLUMNS, 1000)
+    pyte.Stream(screen).feed(output)
+    return screen
+
+
+def shown_lines(screen: pyte.Screen) -> list[str]:
+    lines = [line.rstrip() for line in screen.display]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def rendered_whole(markdown: str) -> list[str]:
+    """rich's rendering of the whole answer at once, at the terminal's width: what the
+    streamed rendering must end up showing (blank lines aside, which set blocks apart)."""
+    console = Console(width=COLUMNS, color_system=None)
+    with console.capture() as capture:
+        console.print(Markdown(markdown, hyperlinks=False))
+    return [line.rstrip() for line in capture.get().split("\n") if line.strip()]
+
+
+def test_an_answer_is_rendered_as_markdown_while_it_streams_and_ends_as_one_rendering_of_the_whole(start_runtime):
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url, MARKDOWN)
+    output = finished(child)
+    assert child.exitstatus == 0, output
+    lines = shown_lines(window(output))
+    assert [line for line in lines[:-1] if line] == rendered_whole(MARKDOWN_ANSWER)
+    assert ending(lines[-1]) == f"complete chunks={-(-len(MARKDOWN_ANSWER) // 9)} chars={len(MARKDOWN_ANSWER)}"
+    shown = "\n".join(lines)
+    for source in ("## ", "**", "```", "|---|", "](https://"):
+        assert source not in shown, f"{source!r} is markdown's, not the reader's"
+    assert "the spec\n(https://html.spec.whatwg.org/multipage/server-sent-events.html)" in shown, "a link shows its address"
+    assert "\x1b]8;" not in output, "never a terminal hyperlink, whose text could hide its address"
+    # Blocks finished while it streamed were printed once, not redrawn: the first heading
+    # was drawn a few times while it was the open block, then printed for good, while the
+    # live region went on redrawing the blocks after it (a redraw of the whole answer
+    # would draw the heading each time).
+    redraws = output.count("\x1b[1A")
+    assert output.count("Streaming, briefly") <= 3 and redraws > 20, (output.count("Streaming, briefly"), redraws)
+
+
+def test_rendered_the_models_escapes_still_cannot_drive_the_terminal(start_runtime):
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url, HOSTILE)
+    output = finished(child)
+    assert child.exitstatus == 0, output
+    sequences = ANY_SEQUENCE.findall(output)
+    assert sequences and all(RICH_SEQUENCES.fullmatch(sequence) for sequence in sequences), set(sequences) - set(RICH_SEQUENCES.findall(output))
+    text = ANY_SEQUENCE.sub("", output).replace("\r", "")  # "\r": the terminal's own line ends, and rich's
+    acted_on = [char for char in text if (unicodedata.category(char) == "Cc" and char not in "\n\t")
+                or unicodedata.bidirectional(char) in {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}]
+    assert acted_on == [], "nothing of the model's reaches the terminal to act on"
+    screen = window(output)
+    lines = shown_lines(screen)
+    assert any("Title: \\x1b]0;pwned title\\x07" in line for line in lines), "shown, escaped"
+    # Only the CLI's own status line is in reverse video, after the fake one in the text.
+    reversed_rows = {row for row, line in screen.buffer.items() if any(char.reverse for char in line.values())}
+    assert reversed_rows == {len(lines) - 1}
+    assert lines[-1].startswith("complete chunks=") and "\\x0dcomplete chunks=1 chars=1" in " ".join(lines[:-1]), lines
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["shown", "hidden"])
+def test_reasoning_is_shown_dimmed_and_apart_before_the_answer_or_hidden(start_runtime, hidden):
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url, *(["--no-reasoning"] if hidden else []), THINKING)
+    output = finished(child)
+    assert child.exitstatus == 0, output
+    lines = shown_lines(window(output))
+    if hidden:
+        assert lines[:-1] == [THINKING_ANSWER] and THINKING_REASONING not in output
+    else:
+        assert lines[:-1] == [THINKING_REASONING, "", THINKING_ANSWER]
+        assert re.search(r"\x1b\[2m" + re.escape(THINKING_REASONING), output), "dim (SGR 2)"
+    assert lines[-1] == f"complete chunks=1 chars={len(THINKING_ANSWER)} model={DEFAULT_MODEL} tokens=9+8 finish=stop"
+    piped = run_cli("--url", runtime.url, THINKING)
+    assert (piped.exit_code, piped.stdout) == (0, THINKING_ANSWER + "\n"), "piped: the answer only, as before"
+
+
+def transcript_of(answer: str) -> list[str]:
+    """The messages the model was sent, the Worker's system prompt left out."""
+    return [line for line in answer.split("\n") if not line.startswith("system: ")]
+
+
+def test_a_conversation_keeps_its_turns_starts_over_with_new_and_leaves_with_ctrl_d(start_runtime, tmp_path):
+    runtime = start_runtime(CLI_SCENARIOS)
+    path = tmp_path / "chat.json"
+    child = spawn("--url", runtime.url, "--history", str(path))
+    child.expect_exact("a conversation with the Worker's model")
+    for question in (FIRST_TURN, SECOND_TURN):
+        child.expect_exact(PROMPT)
+        child.sendline(question)
+        child.expect(r"complete chunks=\d+")
+    kept = json.loads(path.read_text())
+    assert [message["role"] for message in kept] == ["user", "assistant"] * 2
+    first_answer = kept[1]["content"]
+    assert transcript_of(kept[3]["content"]) == transcript_of(f"user: {FIRST_TURN}\nassistant: {first_answer}\nuser: {SECOND_TURN}"), \
+        "the second turn was sent with the first"
+    child.expect_exact(PROMPT)
+    child.sendline("/new")
+    child.expect_exact("a new conversation")
+    child.expect_exact(PROMPT)
+    child.sendline(SECOND_TURN)
+    child.expect(r"complete chunks=\d+")
+    kept = json.loads(path.read_text())
+    assert transcript_of(kept[1]["content"]) == [f"user: {SECOND_TURN}"] and len(kept) == 2, "after /new, nothing earlier is sent"
+    child.expect_exact(PROMPT)
+    child.sendeof()  # Ctrl-D at the prompt leaves
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_ctrl_c_stops_the_answer_and_the_model_but_not_the_conversation(start_runtime):
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url)
+    child.expect_exact(PROMPT)
+    child.sendintr()  # at the prompt: a new prompt, as a shell does
+    child.expect_exact(PROMPT)
+    mark = len(runtime.lines)
+    child.sendline(WAITING)
+    child.expect_exact(WAITING_FIRST)  # the model then waits for ever
+    child.sendintr()
+    child.expect_exact("interrupted after 1 chunks")
+    runtime.wait_for_record("chat_stream_cancelled", since=mark)  # the Worker saw the client leave
+    child.expect_exact(PROMPT)
+    child.sendline("Hi")
+    child.expect(r"complete chunks=1 chars=6")
+    child.expect_exact(PROMPT)
+    child.sendline("/exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, "the last answer was whole"

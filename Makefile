@@ -68,10 +68,13 @@ test: setup browser lint $(INSTRUCTOR_VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
 		--durations=10 $(PYTEST_ARGS)
 
-# The README's picture of the page: the page test's screenshot (written under .dev/), copied.
+# The README's picture of the page, and docs/cli.md's of the CLI in a terminal (a pty
+# capture drawn as SVG): the tests' pictures (written under .dev/), copied.
 screenshot: setup browser
 	$(BIN)/python -m pytest tests/frontends/test_page.py -k screenshot -q
+	$(BIN)/python -m pytest tests/frontends/test_cli_interactive.py -k pictured -q
 	cp .dev/chat-page.png docs/chat-page.png
+	cp .dev/cli-terminal.svg docs/cli-terminal.svg
 
 # Side-by-side benchmarks in the local runtime; results and charts for docs/benchmarks.md.
 # Takes about 20 minutes; BENCH_ARGS="--quick" checks the script in a few.

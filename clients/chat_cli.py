@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-r"""Ask the chat Worker one question and print the answer while it streams.
+r"""Ask the chat Worker a question and print the answer while it streams; without a
+question, hold a conversation (docs/cli.md has it all).
 
-    python clients/chat_cli.py [--url URL] [--history FILE.json] [--tools FILE.json]
+    python clients/chat_cli.py [--url URL] [--model M] [--history FILE.json] [--tools FILE.json]
                                [--image FILE ...] [--cancel-after N] [--timeout S]
-                               [--raw | --resume] [--token T] "question"
+                               [--raw | --resume] [--token T] [--plain] [--no-reasoning] ["question"]
 
 stdout gets the answer text as it arrives, plus a final newline when the text did not
 end with one; so `... > answer.txt` keeps just the answer, byte for byte. On a terminal
-the model's text never drives it: each character a terminal would act on instead of
-showing is written visibly escaped, as Python writes it in a string (`\x1b` is four
-characters there): the C0 controls but newline and tab (`\x1b`, `\x0d`, `\x08`, `\x07`...),
+the answer is rendered as markdown while it streams (MarkdownWriter, with rich; --plain
+prints it as it comes), reasoning is shown dimmed before it (--no-reasoning hides it),
+and the model's text never drives the terminal: each character a terminal would act on
+instead of showing is written visibly escaped, as Python writes it in a string (`\x1b` is
+four characters there), before any rendering:
+the C0 controls but newline and tab (`\x1b`, `\x0d`, `\x08`, `\x07`...),
 DEL (`\x7f`), the C1 controls (`\x9b`, a CSI on its own) and the bidi embeddings,
 overrides and isolates (`\u202a`-`\u202e`, `\u2066`-`\u2069`). The marks U+200E, U+200F
 and U+061C are kept: Arabic and Hebrew text needs them. Tool-call lines stay JSON: there
@@ -36,7 +40,9 @@ stderr gets exactly one status line, always the last line written there:
                                                 http_error, unexpected_response, malformed_stream
 
 The four endings add ` tool_calls=K` when the model made K tool calls and ` skipped=S`
-when S frames of the model's output could not be read (`done.skipped`); the exit status
+when S frames of the model's output could not be read (`done.skipped`), then, when the
+Worker said them, ` model=M` (from `meta`), ` tokens=P+C` (`done.usage`) and, for a
+complete answer, ` finish=R` (its finish_reason); the exit status
 stays the ending's, and the line before the status line says
 `warning: S frames of the model's output could not be read; the answer may have gaps`.
 When the server gave a message (an `error` event, a JSON error body) it comes on the line
@@ -369,7 +375,12 @@ def repository_module(name: str) -> ModuleType:
     return import_module(name)
 
 
-sse = repository_module("sse")
+try:
+    sse = repository_module("sse")
+except ImportError:
+    print(f"chat_cli: the event-stream parser, {REPOSITORY_SOURCE / 'sse'}, is not there: run the CLI from its repository",
+          file=sys.stderr)
+    raise SystemExit(2) from None  # EXIT_USAGE
 Event = sse.Event
 
 
@@ -1072,7 +1083,7 @@ def usage_error(message: str) -> int:
 
 
 PROMPT = "> "
-GREETING = "a conversation with {}: /new starts over, /exit or Ctrl-D leaves, Ctrl-C stops an answer"
+GREETING = "a conversation: /new starts over, /exit or Ctrl-D leaves, Ctrl-C stops an answer"
 NEW_CONVERSATION = "a new conversation"
 
 
@@ -1126,7 +1137,7 @@ class Conversation:
         prompting = sys.stdin.isatty()
         if prompting:
             import readline  # noqa: F401  (line editing and recall for input())
-            self._say(GREETING.format(self.args.model or "the Worker's model"))
+            self._say(GREETING)
         status = EXIT_COMPLETE
         while True:
             try:

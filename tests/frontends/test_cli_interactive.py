@@ -6,6 +6,7 @@ redraws. The real runtime, with scripted models (tests/frontends/cli_scenarios.p
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,6 +19,7 @@ import pytest
 from rich.console import Console
 from rich.markdown import Markdown
 
+from tests.frontends import terminal_svg
 from tests.frontends.cli_scenarios import (
     CLI_SCENARIOS,
     FIRST_TURN,
@@ -43,15 +45,17 @@ ANY_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.)", re.DOTALL)
 
 def spawn(*args: str) -> pexpect.spawn:
     env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color"}
-    return pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
-                         encoding="utf-8", codec_errors="strict", timeout=30)
+    child = pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
+                          encoding="utf-8", codec_errors="strict", timeout=30)
+    child.logfile_read = io.StringIO()  # everything the terminal got, whatever was matched
+    return child
 
 
 def finished(child: pexpect.spawn) -> str:
     """Everything the CLI wrote to its terminal, once it has exited."""
     child.expect(pexpect.EOF)
     child.close()
-    return child.before
+    return child.logfile_read.getvalue()
 
 
 def window(output: str) -> pyte.Screen:
@@ -145,7 +149,7 @@ def test_a_conversation_keeps_its_turns_starts_over_with_new_and_leaves_with_ctr
     runtime = start_runtime(CLI_SCENARIOS)
     path = tmp_path / "chat.json"
     child = spawn("--url", runtime.url, "--history", str(path))
-    child.expect_exact("a conversation with the Worker's model")
+    child.expect_exact("a conversation: /new starts over")
     for question in (FIRST_TURN, SECOND_TURN):
         child.expect_exact(PROMPT)
         child.sendline(question)
@@ -190,3 +194,25 @@ def test_ctrl_c_stops_the_answer_and_the_model_but_not_the_conversation(start_ru
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, "the last answer was whole"
+
+
+def test_a_conversation_pictured_for_the_docs(start_runtime):
+    # `make screenshot` copies the picture to docs/cli-terminal.svg: a pty capture, as a
+    # window shows it (pyte), drawn as SVG (terminal_svg.py).
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url)
+    child.expect_exact(PROMPT)
+    child.sendline(THINKING)
+    child.expect(r"complete chunks=\d+")
+    child.expect_exact(PROMPT)
+    child.sendline(MARKDOWN)
+    child.expect(r"complete chunks=\d+")
+    child.expect_exact(PROMPT)
+    child.sendeof()
+    screen = window(finished(child))
+    lines = shown_lines(screen)
+    assert lines[0].startswith("a conversation: ") and f"{PROMPT}{MARKDOWN}" in lines and THINKING_REASONING in lines
+    picture = terminal_svg.svg(screen, len(lines), "python clients/chat_cli.py")
+    assert "Streaming, briefly" in picture and picture.count("<text ") > len(lines)
+    (ROOT / ".dev").mkdir(exist_ok=True)
+    (ROOT / ".dev" / "cli-terminal.svg").write_text(picture)

@@ -242,7 +242,10 @@ class MarkdownWriter:
     terminal, only rich's own styling does. Reasoning is shown dimmed and apart, as text."""
 
     REFRESHES_PER_S = 10
-    SPLIT_EVERY_S = 0.1  # looking for finished blocks parses the open text: not on every piece
+    # Looking for finished blocks parses the open text: not on every piece, and never more
+    # than a tenth of the time (a 2,000-row table is one block, and takes 0.2 s to parse).
+    SPLIT_EVERY_S = 0.1
+    SPLIT_SHARE = 0.1
     # An open block longer than this is previewed as plain text until it ends (a growing
     # 2,000-row table would cost a full table layout on every redraw), then rendered once.
     MAX_RENDERED_PREVIEW_LINES = 200
@@ -261,7 +264,7 @@ class MarkdownWriter:
         self._kind = ""  # "answer" or "reasoning": what the pending text is
         self._pending: list[str] = []  # escaped text not yet printed for good
         self._printed = False  # something was printed for good: the next print is set apart
-        self._split_at = 0.0
+        self._split_at = 0.0  # when to look for finished blocks next
         self.needs_newline = False  # the status line always starts a line of its own here
         self._live = Live(console=self._console, auto_refresh=True, refresh_per_second=self.REFRESHES_PER_S,
                           transient=True, redirect_stdout=False, redirect_stderr=False, get_renderable=self._preview)
@@ -272,10 +275,11 @@ class MarkdownWriter:
 
     def text(self, text: str) -> None:
         self._add("answer", visible(text))
-        now = time.monotonic()
-        if now - self._split_at >= self.SPLIT_EVERY_S:
-            self._split_at = now
+        started = time.monotonic()
+        if started >= self._split_at:
             self._print_finished_blocks()
+            took = time.monotonic() - started
+            self._split_at = started + max(self.SPLIT_EVERY_S, took / self.SPLIT_SHARE)
 
     def tool_call(self, call: dict[str, Any]) -> None:
         self._print_pending()

@@ -30,6 +30,7 @@ def main(runs: int) -> None:
                 name: {key: report[name][key] for key in FIGURES} | {"plain": report[name]["rendered"]["plain"]}
                 for name in ("document", "long", "table", "deep")
             }
+            figures["reopened"] = report["reopened"]
             print(json.dumps(figures))
     finally:
         runtime.stop()

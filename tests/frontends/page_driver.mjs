@@ -567,6 +567,38 @@ const scenarios = {
       }
       await page.getByRole("button", { name: "New chat" }).click();
     }
+    // Reopening a chat that holds all four: their saved turns merged into this chat, then a
+    // reload. How long until every answer is on the page, its text no longer growing (long
+    // ones are rendered a part at a time), and the long tasks on the way (buffered: the
+    // observer starts after the load).
+    report.reopened = await page.evaluate(() => {
+      const prefix = "chat-page-chat-v1:";
+      const tab = JSON.parse(sessionStorage.getItem("chat-page-v1"));
+      const saved = Object.keys(localStorage).filter((key) => key.startsWith(prefix) && key !== prefix + tab.chatId)
+        .map((key) => JSON.parse(localStorage.getItem(key))).sort((a, b) => a.entries.length - b.entries.length);
+      const merged = { ...saved[0], entries: saved.flatMap((chat) => chat.entries) };
+      localStorage.setItem(prefix + tab.chatId, JSON.stringify(merged));
+      return { chats: saved.length, chars: JSON.stringify(merged).length };
+    });
+    await page.reload({ waitUntil: "load" });
+    Object.assign(report.reopened, await page.evaluate(() => new Promise((resolve) => {
+      const tasks = [];
+      new PerformanceObserver((list) => tasks.push(...list.getEntries().map((entry) => entry.duration)))
+        .observe({ type: "longtask", buffered: true });
+      let length = -1;
+      let stableSince = performance.now();
+      const poll = setInterval(() => {
+        const answers = [...document.querySelectorAll("li.message.assistant .content")];
+        const now = performance.now();
+        const total = answers.reduce((sum, content) => sum + content.textContent.length, 0);
+        if (total !== length) [length, stableSince] = [total, now];
+        if (answers.length && now - stableSince >= 500) {
+          clearInterval(poll);
+          resolve({ answers: answers.length, textLength: total, settledMs: Math.round(stableSince), longTasks: tasks.length,
+                    longestTaskMs: Math.round(Math.max(0, ...tasks)) });
+        }
+      }, 20);
+    })));
   },
 
   /** Stop while the answer streams, then Retry the same turn. */

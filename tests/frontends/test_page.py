@@ -760,6 +760,11 @@ def test_nesting_a_huge_table_and_a_long_answer_never_freeze_the_page_and_lose_n
     assert (document["headings"], document["codeBlocks"]) == (DOCUMENT_SECTIONS, DOCUMENT_SECTIONS)
     assert document["bullets"] == 6 * DOCUMENT_SECTIONS and document["rows"] == 1 + DOCUMENT_TABLE_ROWS
     assert report["document"]["sameAsWhole"] is True, "rendered block by block, it is what one render of the whole gives"
+    # Reopened with all four in one chat, every answer is on the page again, whole (its
+    # timings are the bench's too).
+    reopened = report["reopened"]
+    assert (reopened["chats"], reopened["answers"]) == (4, 4), reopened
+    assert reopened["textLength"] >= sum(report[name]["rendered"]["textLength"] for name in ("deep", "table", "long", "document"))
 
 
 # --- answers that end but are not whole: cut, filtered, ended for an unknown reason, gapped --

@@ -43,8 +43,9 @@ RICH_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[\d*A|\x1b\[\?25[lh]"
 ANY_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.)", re.DOTALL)
 
 
-def spawn(*args: str) -> pexpect.spawn:
-    env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color"}
+def spawn(*args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
+    env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color",
+           **(env or {})}
     child = pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
                           encoding="utf-8", codec_errors="strict", timeout=30)
     child.logfile_read = io.StringIO()  # everything the terminal got, whatever was matched
@@ -216,3 +217,15 @@ def test_a_conversation_pictured_for_the_docs(start_runtime):
     assert "Streaming, briefly" in picture and picture.count("<text ") > len(lines)
     (ROOT / ".dev").mkdir(exist_ok=True)
     (ROOT / ".dev" / "cli-terminal.svg").write_text(picture)
+
+
+def test_without_rich_a_terminal_gets_plain_text_and_one_line_that_says_why(start_runtime, tmp_path):
+    # A `rich` that cannot be imported, ahead of the installed one on the path.
+    (tmp_path / "rich").mkdir()
+    (tmp_path / "rich" / "__init__.py").write_text("raise ImportError('not installed')\n")
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url, THINKING, env={"PYTHONPATH": str(tmp_path)})
+    lines = shown_lines(window(finished(child)))
+    assert child.exitstatus == 0
+    assert lines == ["rich is not installed: answers are shown as plain text (`pip install rich`, or --plain)",
+                     THINKING_REASONING, "", THINKING_ANSWER, lines[-1]] and lines[-1].startswith("complete chunks=1")

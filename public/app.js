@@ -156,7 +156,9 @@ function imageStrip(images) {
 
 const views = new WeakMap(); // assistant item -> its MarkdownView
 function viewOf(item) {
-  if (!views.has(item)) views.set(item, new MarkdownView(item.querySelector(".content")));
+  // A long answer's later parts render after the chat is drawn: the end stays in view if it was.
+  const keepPlace = (render) => { const atEnd = nearEnd(); render(); if (atEnd) scrollToEnd(true); };
+  if (!views.has(item)) views.set(item, new MarkdownView(item.querySelector(".content"), { keepPlace }));
   return views.get(item);
 }
 

@@ -23,6 +23,10 @@ const MAX_TOKENS = 50_000;
 // length (10,000 marks on one letter: a second); more than this many on one character are
 // not shown (Copy still copies them).
 const MARKS_RUN = /(\p{M}{16})\p{M}+/gu;
+// A tail longer than this (a reopened chat's long answer, a burst) is rendered a part at a
+// time, each part in a task of its own, each ending at a blank line: a reopened chat of
+// several long answers took one task of 880 ms rendered whole.
+const PART_CHARS = 16_000;
 // While text streams, a render waits at least this many times the last render's duration,
 // so rendering takes at most a fifth of the main thread however long the answer grows.
 const RENDER_SPACING = 4;
@@ -95,8 +99,11 @@ function lineStart(text, line) {
  * does not reach blocks already frozen: models rarely write them, and the link stays text.
  */
 export class MarkdownView {
-  constructor(element) {
+  /** `keepPlace(render)`: runs a render of a later part (not one `show` or `flush` asked
+   * for), so that the page can keep its scroll place around it. */
+  constructor(element, { keepPlace = (render) => render() } = {}) {
     this.element = element;
+    this.keepPlace = keepPlace;
     this.text = "";
     this.rendered = null; // the text on screen
     this.shown = []; // [{html, nodes}] per top-level block on screen
@@ -124,31 +131,52 @@ export class MarkdownView {
     // Plain once stays plain while the answer grows: what made it so (a block too large, too
     // many blocks, too deep) does not go away, and trying again would parse all of it again.
     const stays = this.plain !== null && shown.startsWith(this.plain.data);
-    if (stays || shown.length > MAX_ANSWER_CHARS || !this.render(shown)) this.showPlain(shown);
+    const rendered = stays || shown.length > MAX_ANSWER_CHARS ? false : this.render(shown);
+    if (rendered === false) this.showPlain(shown);
     void this.element.offsetHeight; // lay out now, so that its cost counts in the spacing
     const took = performance.now() - started;
     this.nextAt = performance.now() + Math.max(MIN_RENDER_GAP_MS, RENDER_SPACING * took);
+    if (rendered === "more") {
+      // The next part in a task of its own, so that the page stays responsive between.
+      this.rendered = null;
+      this.element.dataset.rendering = "parts";
+      this.timer = setTimeout(() => this.keepPlace(() => this.flush()), 0);
+    } else {
+      delete this.element.dataset.rendering;
+    }
   }
 
-  /** Renders `shown` from the frozen blocks on; false when it must be plain text. A tail
-   * longer than one parse may take (a reopened chat's long answer) is rendered a part at a
-   * time, each ending at a blank line, as if it had streamed. */
+  /** Renders `shown` from the frozen blocks on: true when all of it is rendered, "more"
+   * when a part of a long tail was (the rest is rendered as if it had streamed), false when
+   * it must be plain text. */
   render(shown) {
+    const tail = shown.slice(this.frozen.text.length);
+    let end = tail.length;
+    if (end > PART_CHARS) {
+      // A part ends at a blank line: the last within PART_CHARS, or else the first after.
+      const before = tail.lastIndexOf("\n\n", PART_CHARS);
+      const cut = before >= 0 ? before : tail.indexOf("\n\n", PART_CHARS);
+      if (cut >= 0 && cut + 2 < tail.length) end = cut + 2;
+    }
     for (;;) {
-      const tail = shown.slice(this.frozen.text.length);
-      const whole = tail.length <= MAX_RENDERED_CHARS;
-      const end = whole ? tail.length : tail.lastIndexOf("\n\n", MAX_RENDERED_CHARS) + 2;
-      if (end < 2 && !whole) return false; // one block larger than a parse may take
+      if (end > MAX_RENDERED_CHARS) return false; // one block larger than a parse may take
+      const whole = end === tail.length;
       const env = { ...this.frozen.env, references: { ...this.frozen.env.references } };
       const blocks = renderBlocks(tail.slice(0, end), env);
-      if (blocks === null || this.frozen.blocks + blocks.length > MAX_BLOCKS || (!whole && blocks.length < 2)) return false;
+      if (blocks === null || this.frozen.blocks + blocks.length > MAX_BLOCKS) return false;
+      if (!whole && blocks.length < 2) {
+        // The part is one unfinished block (a blank line inside a code block or a list):
+        // all of it, then, as before parts (a second parse at most).
+        end = tail.length;
+        continue;
+      }
       this.showBlocks(blocks.map((block) => block.html));
       if (blocks.length > 1) { // all but the last are finished
         const last = blocks[blocks.length - 1];
         this.frozen = { text: this.frozen.text + tail.slice(0, lineStart(tail, last.line)),
                         blocks: this.frozen.blocks + blocks.length - 1, env };
       }
-      if (whole) return true;
+      return whole ? true : "more";
     }
   }
 

@@ -211,6 +211,9 @@ class AnswerWriter:
         if self.needs_newline:
             self._write("\n")
 
+    def abandon(self) -> None:
+        """Nothing to undo: each write left the terminal as it was."""
+
     def _set_apart(self) -> None:
         if self._reasoning_shown:
             self._reasoning_shown = False
@@ -234,32 +237,46 @@ def tool_call_line(call: dict[str, Any], *, terminal: bool) -> str:
 class MarkdownWriter:
     """The answer rendered as markdown while it streams, for stdout on a terminal, with
     rich (a dependency of the CLI only). As the chat page does, a block the model has
-    finished (the text before the last top-level block, by rich's own markdown parser) is
-    rendered once and printed for good; only the open block is redrawn, in a live region
-    at the bottom that shows its last screenful. So the work per redraw does not grow with
-    the answer. The text is escaped by `visible` before rich sees it, and links are shown
-    with their address, never as terminal hyperlinks: the model's text never drives the
-    terminal, only rich's own styling does. Reasoning is shown dimmed and apart, as text."""
+    finished (the text before the last top-level block) is rendered once and printed for
+    good; only the open block is redrawn, in a live region at the bottom that shows its
+    last screenful. So the work per redraw does not grow with the answer.
+
+    Safe as the page is, by construction: the text is escaped by `visible` before it is
+    parsed, and each rendered line again after (markdown-it turns `&#x202e;` into the
+    character itself), so only rich's own styling reaches the terminal. Raw HTML is text,
+    an image is a link, and a link shows its address, never as a terminal hyperlink.
+    Nothing the model wrote is hidden: a block nested deeper than markdown-it parses (it
+    drops the rest) or larger than a render should take is shown as plain text. Reasoning
+    is shown dimmed and apart, as text."""
 
     REFRESHES_PER_S = 10
     # Looking for finished blocks parses the open text: not on every piece, and never more
     # than a tenth of the time (a 2,000-row table is one block, and takes 0.2 s to parse).
     SPLIT_EVERY_S = 0.1
     SPLIT_SHARE = 0.1
-    # An open block longer than this is previewed as plain text until it ends (a growing
-    # 2,000-row table would cost a full table layout on every redraw), then rendered once.
-    MAX_RENDERED_PREVIEW_LINES = 200
+    # Text rendered at once is at most this long (the page's bound too): a longer block is
+    # plain text, a longer run of finished blocks is rendered in groups. rich lays out
+    # 100,000 characters of paragraphs in about half a second here, 5 MB in twenty.
+    MAX_RENDERED_CHARS = 100_000
+    # The open block is previewed as plain text past either (a growing 2,000-row table is
+    # a full table layout on every redraw), then rendered once when it ends.
+    MAX_PREVIEW_LINES = 200
+    MAX_PREVIEW_CHARS = 20_000
+    MAX_NESTING = 20  # markdown-it's own default: deeper, it drops the rest of the text
 
     def __init__(self, stream: TextSink, *, reasoning: bool = True) -> None:
         from markdown_it import MarkdownIt
-        from rich.console import Console
+        from rich.console import Console, Group
         from rich.live import Live
         from rich.markdown import Markdown
         from rich.text import Text
 
-        self._markdown, self._text = Markdown, Text
+        self._markdown_class, self._text, self._group = Markdown, Text, Group
         self._console = Console(file=stream, highlight=False, emoji=False)  # type: ignore[arg-type]
-        self._blocks = MarkdownIt().enable("strikethrough").enable("table")  # rich's own configuration
+        # rich's own parser configuration (commonmark, tables, strikethrough), with raw
+        # HTML as text and images as links: rich shows neither HTML nor an image's address.
+        self._parser = MarkdownIt("commonmark", {"html": False, "maxNesting": self.MAX_NESTING})
+        self._parser.enable(["strikethrough", "table"]).disable("image")
         self._show_reasoning = reasoning
         self._kind = ""  # "answer" or "reasoning": what the pending text is
         self._pending: list[str] = []  # escaped text not yet printed for good
@@ -286,8 +303,13 @@ class MarkdownWriter:
         self._print(self._text(tool_call_line(call, terminal=True)), soft_wrap=True)
 
     def finish(self) -> None:
-        """Prints what is pending for good and ends the live region; after a Ctrl-C too."""
+        """Prints what is pending for good and ends the live region."""
         self._print_pending()
+        self._live.stop()
+
+    def abandon(self) -> None:
+        """Ends the live region (the cursor shown again), printing nothing more: after a
+        Ctrl-C while the last block was rendered, or a failure."""
         self._live.stop()
 
     def _add(self, kind: str, text: str) -> None:
@@ -298,62 +320,102 @@ class MarkdownWriter:
         if not self._live.is_started:
             self._live.start()
 
+    def _block_starts(self, source: str) -> list[int]:
+        """The first source line of each top-level block: a token's map is its [first,
+        last) lines; markdown-it counts lines at "\n" only, and `visible` escaped "\r"."""
+        return [token.map[0] for token in self._parser.parse(source) if token.level == 0 and token.nesting >= 0 and token.map]
+
     def _print_finished_blocks(self) -> None:
         source = "".join(self._pending)
-        # A top-level token's map is its [first, last) source lines; markdown-it counts
-        # lines at "\n" only, and `visible` has escaped every "\r".
-        starts = [token.map[0] for token in self._blocks.parse(source) if token.level == 0 and token.nesting >= 0 and token.map]
+        starts = self._block_starts(source)
         if len(starts) < 2:
             return
         lines = source.split("\n")
         self._pending = ["\n".join(lines[starts[-1]:])]
-        self._print(self._markdown("\n".join(lines[:starts[-1]]), hyperlinks=False))
+        # Rendered in groups of whole blocks, each at most MAX_RENDERED_CHARS when it can be.
+        group_start, size = starts[0], 0
+        for first, after in zip(starts, starts[1:], strict=False):
+            block = sum(len(line) + 1 for line in lines[first:after])
+            if size and size + block > self.MAX_RENDERED_CHARS:
+                self._print(*self._markdown("\n".join(lines[group_start:first])))
+                group_start, size = first, 0
+            size += block
+        self._print(*self._markdown("\n".join(lines[group_start:starts[-1]])))
 
     def _print_pending(self) -> None:
         source, self._pending = "".join(self._pending), []
         if source.strip():
-            self._print(self._rendered(source))
+            if self._kind == "reasoning":
+                self._print(self._text(source.strip("\n"), style="dim"))
+            else:
+                self._print(*self._markdown(source))
 
-    def _rendered(self, source: str) -> Any:
-        if self._kind == "reasoning":
-            return self._text(source.strip("\n"), style="dim")
-        return self._markdown(source, hyperlinks=False)
+    def _markdown(self, source: str) -> list[Any]:
+        """`source` rendered: as markdown, but a top-level block nested past what
+        markdown-it parses (it would drop the rest) as plain text, and all of it as plain
+        text when it is too long to render at once. One renderable for each part."""
+        if len(source) > self.MAX_RENDERED_CHARS:
+            return [self._text(source)]
+        tokens = self._parser.parse(source)
+        if all(token.level < self.MAX_NESTING - 1 for token in tokens):
+            return [self._rendered(source, tokens)]
+        lines, parts, start = source.split("\n"), [], 0
+        for end in range(1, len(tokens) + 1):
+            if end < len(tokens) and not (tokens[end].level == 0 and tokens[end].nesting >= 0 and tokens[end].map):
+                continue
+            block, start = tokens[start:end], end
+            first = block[0].map[0] if block[0].map else 0
+            last = next((token.map[1] for token in reversed(block) if token.level == 0 and token.map), len(lines))
+            text = "\n".join(lines[first:last])
+            deep = any(token.level >= self.MAX_NESTING - 1 for token in block)
+            # What markdown-it dropped is past the block's last parsed line: the rest of the source.
+            parts.append(self._text("\n".join(lines[first:])) if deep else self._rendered(text, block))
+            if deep:
+                break
+        return parts
 
-    def _print(self, renderable: Any, soft_wrap: bool = False) -> None:
-        """Prints for good, above the live region, set apart from what came before by one
-        blank line, as rich sets blocks apart within one rendering."""
-        if soft_wrap:
-            lines = [renderable]  # a tool call's JSON line: the terminal wraps it, not rich
-        else:
-            lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
-            while lines and not lines[0].plain.strip():
-                lines.pop(0)
-            while lines and not lines[-1].plain.strip():
-                lines.pop()
-        if not lines:
-            return
-        if self._printed:
-            self._console.print()
-        self._printed = True
-        for line in lines:
-            self._console.print(line, soft_wrap=True)
+    def _rendered(self, source: str, tokens: list[Any]) -> Any:
+        rendered = self._markdown_class("", hyperlinks=False)
+        rendered.markup, rendered.parsed = source, tokens  # parsed here, as configured above
+        return rendered
+
+    def _print(self, *renderables: Any, soft_wrap: bool = False) -> None:
+        """Prints for good, above the live region, each renderable set apart from what came
+        before by one blank line, as rich sets blocks apart within one rendering."""
+        for renderable in renderables:
+            if soft_wrap:
+                lines = [renderable]  # a tool call's JSON line: the terminal wraps it, not rich
+            else:
+                lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
+                while lines and not lines[0].plain.strip():
+                    lines.pop(0)
+                while lines and not lines[-1].plain.strip():
+                    lines.pop()
+            if not lines:
+                continue
+            if self._printed:
+                self._console.print()
+            self._printed = True
+            for line in lines:
+                self._console.print(line, soft_wrap=True)
 
     def _preview(self) -> Any:
         """The live region: the last screenful of the pending text, rendered (called by
         rich's refresh, at most REFRESHES_PER_S times a second)."""
         source = "".join(self._pending)
-        height = max(self._console.size.height - 2, 1)
-        lines = source.split("\n")
-        if self._kind == "answer" and len(lines) <= self.MAX_RENDERED_PREVIEW_LINES:
-            rendered = self._console.render_lines(self._markdown(source, hyperlinks=False), pad=False)
+        width, height = self._console.size.width, max(self._console.size.height - 2, 1)
+        if self._kind == "answer" and len(source) <= self.MAX_PREVIEW_CHARS and source.count("\n") < self.MAX_PREVIEW_LINES:
+            rendered = self._console.render_lines(self._group(*self._markdown(source)), pad=False)
         else:
-            style = "dim" if self._kind == "reasoning" else ""
-            rendered = self._console.render_lines(self._text("\n".join(lines[-height:]), style=style), pad=False)
+            # The last screenful of characters, as text: a single huge line costs no more.
+            last = "\n".join(source[-width * height:].split("\n")[-height:])
+            rendered = self._console.render_lines(self._text(last, style="dim" if self._kind == "reasoning" else ""), pad=False)
         return self._text("\n").join(self._joined(line) for line in rendered[-height:])
 
     def _joined(self, segments: list[Any]) -> Any:
-        """One rendered line as a Text, its styles kept."""
-        return self._text.assemble(*((segment.text, segment.style) for segment in segments))
+        """One rendered line as a Text, its styles kept, and what a terminal would act on
+        escaped again: markdown-it decodes character references after `visible`."""
+        return self._text.assemble(*((visible(segment.text), segment.style) for segment in segments))
 
 
 Writer = AnswerWriter | MarkdownWriter
@@ -551,7 +613,7 @@ class ProtocolReader(AnswerReader):
     def _interpret(self, event: Any) -> Reading:
         try:
             data = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested deeper than json reads
             raise MalformedStream("an event's data is not JSON") from None
         if not isinstance(data, dict):
             raise MalformedStream("an event's data is not an object")
@@ -691,7 +753,7 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
             code = payload["error"]["code"]
             message = payload["error"].get("message") or message
             request_id = payload.get("request_id") or request_id
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         pass  # not our JSON error: keep http_error
     return Outcome(kind="error", chunks=0, chars=0, code=code, message=message, request_id=request_id,
                    retry_after=response.headers.get("retry-after"))
@@ -701,7 +763,7 @@ async def ask(
     url: str, messages: list[dict[str, Any]], *, out: TextSink | Writer, raw: bool = False, token: str | None = None,
     cancel_after: int | None = None, timeout: float | None = None, resume: bool = False,
     reasoning_effort: str | None = DEFAULT_REASONING_EFFORT, tools: list[dict[str, Any]] | None = None,
-    model: str | None = None,
+    model: str | None = None, reader: AnswerReader | None = None,
 ) -> Outcome:
     """Stream one answer to `out` (its text, and each complete tool call as a JSON line);
     returns how it ended. Never raises for network or server behaviour."""
@@ -711,7 +773,7 @@ async def ask(
     headers = {"accept": "text/event-stream", "content-type": "application/json"}
     if token:
         headers["authorization"] = f"Bearer {token}"
-    reader: AnswerReader = RawReader() if raw else ProtocolReader()
+    reader = reader or (RawReader() if raw else ProtocolReader())
     deadline = Deadline(timeout)
     body: dict[str, Any] = {"messages": messages, **({"resumable": True} if resume else {})}
     if reasoning_effort is not None:
@@ -832,6 +894,8 @@ async def read_answer(
         return reader.outcome("error", code="timeout")
     except MalformedStream as error:
         return reader.outcome("error", code="malformed_stream", message=str(error))
+    except RecursionError:  # a value nested too deep to handle (a usage, a call's input)
+        return reader.outcome("error", code="malformed_stream", message="a value is nested too deep")
     except BrokenPipeError:
         return reader.outcome("output_closed")  # `| head` has what it wanted: leave
     except httpx.TransportError:
@@ -1110,18 +1174,32 @@ class Conversation:
         except HistoryError as problem:
             usage_error(f"--history {args.history}: {problem}")
             return None
-        writer = self._writer()
-        outcome = asyncio.run(ask(
-            args.url, messages, out=writer, raw=args.raw,
-            token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
-            reasoning_effort=args.reasoning_effort, tools=self.tools, model=args.model,
-        ))
-        if outcome.kind == "output_closed":
-            # Nothing more can reach stdout: point it at /dev/null, so that the flush at exit
-            # does not print an error about the closed pipe (Python's documented way).
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        else:
-            writer.finish()
+        reader: AnswerReader = RawReader() if args.raw else ProtocolReader()
+        writer: Writer | None = None
+        try:
+            writer = self._writer()  # may import rich: a Ctrl-C can come as early as this
+            outcome = asyncio.run(ask(
+                args.url, messages, out=writer, raw=args.raw,
+                token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
+                reasoning_effort=args.reasoning_effort, tools=self.tools, model=args.model, reader=reader,
+            ))
+            if outcome.kind == "output_closed":
+                # Nothing more can reach stdout: point it at /dev/null, so that the flush at
+                # exit does not print an error about the closed pipe (Python's documented way).
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            else:
+                writer.finish()
+        except KeyboardInterrupt:
+            # Ctrl-C where the event loop does not turn it into a cancel: a second one while
+            # the first is handled, or one while the last block is rendered. The answer was
+            # not all shown: interrupted, and not kept.
+            if writer is not None:
+                writer.abandon()
+            outcome = reader.outcome("interrupted")
+        except BaseException:
+            if writer is not None:
+                writer.abandon()  # the cursor shown again, whatever failed
+            raise
         if outcome.answer is not None:
             if args.history is not None:
                 try:
@@ -1229,4 +1307,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        # Ctrl-C before the first request (reading the files, at the prompt's edge): the
+        # same quiet ending, one status line, exit 130.
+        print(Outcome(kind="interrupted", chunks=0, chars=0).report(terminal=sys.stderr.isatty())[-1], file=sys.stderr)
+        sys.exit(EXIT_INTERRUPTED)

@@ -111,6 +111,18 @@ MARKDOWN_ANSWER = (
 MARKDOWN_STEPS = [step for start in range(0, len(MARKDOWN_ANSWER), 9)
                   for step in (native_frame(MARKDOWN_ANSWER[start:start + 9]), sleep(15))] + [done_frame()]
 
+# Markdown that would hide text or smuggle what `visible` escapes past it: character
+# references markdown-it decodes after escaping (a bidi override, an ESC, a C1 CSI), lists
+# and quotes nested deeper than it parses (it drops the rest), raw HTML, an image.
+HOSTILE_MARKDOWN = "Hide something in markdown."
+HOSTILE_MARKDOWN_ANSWER = (
+    "Entities: &#x202e;gnp.exe, &#x2066;isolated&#x2069;, &#27;[31mred, &#x9b;2J and &#x7f;.\n\n"
+    "| cell |\n|---|\n| &#x202e;evil |\n\n"
+    + "- " * 12 + "HIDDEN-IN-LISTS\n\n"
+    + ">" * 25 + " HIDDEN-IN-QUOTES\n\n"
+    "<div>HIDDEN-IN-HTML</div>\n\n"
+    "![HIDDEN-ALT](https://images.example/pixel.png)\n"
+)
 # A thinking model: reasoning first (Workers AI's reasoning_content), then the answer.
 THINKING = "Think first."
 THINKING_REASONING = "The user wants a short answer."
@@ -131,6 +143,8 @@ CLI_SCENARIOS = dataclasses.replace(
             WAITING: script([native_frame(WAITING_FIRST), hang()]),
             WRITING: script(WRITING_STEPS),
             MARKDOWN: script(MARKDOWN_STEPS),
+            HOSTILE_MARKDOWN: script([native_frame(HOSTILE_MARKDOWN_ANSWER[start:start + 7]) for start in range(0, len(HOSTILE_MARKDOWN_ANSWER), 7)]
+                                     + [done_frame()]),
             THINKING: script(THINKING_STEPS),
             FIRST_TURN: script([transcript(), done_frame()]),
             SECOND_TURN: script([transcript(), done_frame()]),

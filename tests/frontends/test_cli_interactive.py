@@ -24,6 +24,7 @@ from tests.frontends.cli_scenarios import (
     CLI_SCENARIOS,
     FIRST_TURN,
     HOSTILE,
+    HOSTILE_MARKDOWN,
     MARKDOWN,
     MARKDOWN_ANSWER,
     SECOND_TURN,
@@ -111,10 +112,7 @@ def test_rendered_the_models_escapes_still_cannot_drive_the_terminal(start_runti
     assert child.exitstatus == 0, output
     sequences = ANY_SEQUENCE.findall(output)
     assert sequences and all(RICH_SEQUENCES.fullmatch(sequence) for sequence in sequences), set(sequences) - set(RICH_SEQUENCES.findall(output))
-    text = ANY_SEQUENCE.sub("", output).replace("\r", "")  # "\r": the terminal's own line ends, and rich's
-    acted_on = [char for char in text if (unicodedata.category(char) == "Cc" and char not in "\n\t")
-                or unicodedata.bidirectional(char) in {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}]
-    assert acted_on == [], "nothing of the model's reaches the terminal to act on"
+    assert terminal_acts_on(output) == [], "nothing of the model's reaches the terminal to act on"
     screen = window(output)
     lines = shown_lines(screen)
     assert any("Title: \\x1b]0;pwned title\\x07" in line for line in lines), "shown, escaped"
@@ -122,6 +120,26 @@ def test_rendered_the_models_escapes_still_cannot_drive_the_terminal(start_runti
     reversed_rows = {row for row, line in screen.buffer.items() if any(char.reverse for char in line.values())}
     assert reversed_rows == {len(lines) - 1}
     assert lines[-1].startswith("complete chunks=") and "\\x0dcomplete chunks=1 chars=1" in " ".join(lines[:-1]), lines
+
+
+def terminal_acts_on(output: str) -> list[str]:
+    """What reached the terminal to act on, rich's own sequences and "\r" left out."""
+    text = ANY_SEQUENCE.sub("", output).replace("\r", "")
+    return [char for char in text if (unicodedata.category(char) == "Cc" and char not in "\n\t")
+            or unicodedata.bidirectional(char) in {"LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI"}]
+
+
+def test_markdown_can_neither_hide_text_nor_smuggle_what_a_terminal_acts_on(start_runtime):
+    runtime = start_runtime(CLI_SCENARIOS)
+    child = spawn("--url", runtime.url, HOSTILE_MARKDOWN)
+    output = finished(child)
+    assert child.exitstatus == 0, output
+    assert all(RICH_SEQUENCES.fullmatch(sequence) for sequence in ANY_SEQUENCE.findall(output))
+    assert terminal_acts_on(output) == [], "a character reference is decoded after escaping: escaped again"
+    shown = "\n".join(shown_lines(window(output)))
+    assert "\\u202egnp.exe" in shown and "\\u202eevil" in shown
+    for hidden in ("HIDDEN-IN-LISTS", "HIDDEN-IN-QUOTES", "<div>HIDDEN-IN-HTML</div>", "HIDDEN-ALT", "https://images.example/pixel.png"):
+        assert hidden in shown, f"{hidden} is on the screen: nested too deep, it is plain text; HTML is text; an image is a link"
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["shown", "hidden"])

@@ -84,6 +84,15 @@ def test_a_line_or_an_event_over_the_cap_is_a_malformed_stream(line):
     assert outcome.status_line == "stream_error: malformed_stream"
 
 
+@pytest.mark.parametrize("body", [
+    b"event: delta\ndata: " + b"[" * 100_000 + b"\n\n",
+    b"event: delta\ndata: {\"text\":\"Hi\"}\n\nevent: done\ndata: {\"usage\": " + b"[" * 100_000 + b"}\n\n",
+], ids=["an-event", "the-usage-of-done"])
+def test_json_nested_deeper_than_python_reads_is_a_malformed_stream_not_a_crash(body):
+    outcome = read_body([body], io.StringIO())
+    assert (outcome.status_line, outcome.exit_code) == ("stream_error: malformed_stream", 4)
+
+
 # --- the protocol's events, read into what the CLI prints (no I/O) ------------------------
 
 

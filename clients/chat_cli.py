@@ -514,6 +514,9 @@ class Outcome:
             ) if part)
             lines.append(f"error: {self.message or self.code}" + (f" ({details})" if details else ""))
         lines.append(self.status_line)
+        # One line each, whatever the server's message holds: a newline of its own would
+        # start a line that looks like the CLI's (the status line is the last line).
+        lines = [line.replace("\n", "\\n") for line in lines]
         return [OWN_LINE.format(visible(line)) for line in lines] if terminal else lines
 
     @property
@@ -535,8 +538,17 @@ class Reading:
 
 
 NOTHING = Reading()
-# What a model's name or a finish_reason must look like to be shown on the status line.
+# What the server's words must look like to be shown on stderr (else they are left out):
+# a model's name, an error code, a request id, a Retry-After (seconds or an HTTP date).
 SHOWN_MODEL = re.compile(r"[@A-Za-z0-9._:/-]{1,128}")
+SHOWN_CODE = re.compile(r"[a-z0-9_]{1,64}")
+SHOWN_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+SHOWN_RETRY = re.compile(r"[A-Za-z0-9 ,:]{1,64}")
+
+
+def shown(value: object, pattern: re.Pattern[str]) -> str | None:
+    """`value` when it is a string that reads as `pattern` says, else None."""
+    return value if isinstance(value, str) and pattern.fullmatch(value) else None
 
 
 class AnswerReader:
@@ -618,7 +630,7 @@ class ProtocolReader(AnswerReader):
         if not isinstance(data, dict):
             raise MalformedStream("an event's data is not an object")
         if event.type == "meta" and isinstance(data.get("request_id"), str):
-            self.request_id = data["request_id"]
+            self.request_id = shown(data["request_id"], SHOWN_ID)
             if isinstance(data.get("stream_id"), str):
                 self.stream_id = data["stream_id"]
             model = data.get("model")
@@ -635,9 +647,10 @@ class ProtocolReader(AnswerReader):
             self.tokens = _tokens(data.get("usage"))
             return Reading(outcome=self.ended(data.get("finish_reason"), counted))
         elif event.type == "error":
-            code = data.get("code") if isinstance(data.get("code"), str) else "internal_error"
+            code = shown(data.get("code"), SHOWN_CODE) or "internal_error"
             message = data.get("message") if isinstance(data.get("message"), str) else None
-            return Reading(outcome=self.outcome("error", code=code, message=message, request_id=data.get("request_id") or self.request_id))
+            return Reading(outcome=self.outcome("error", code=code, message=message,
+                                                request_id=shown(data.get("request_id"), SHOWN_ID) or self.request_id))
         return NOTHING  # unknown events are ignored (rule 3)
 
 
@@ -746,17 +759,18 @@ async def http_error(response: httpx.Response, deadline: Deadline) -> Outcome:
             body += await deadline.wait(anext(chunks))
     except (StopAsyncIteration, TimedOut, httpx.TransportError):
         pass  # what arrived is all there is to read
-    code, message, request_id = "http_error", f"The server answered {response.status_code}.", response.headers.get("x-request-id")
+    code, message, request_id = "http_error", f"The server answered {response.status_code}.", shown(response.headers.get("x-request-id"), SHOWN_ID)
     try:
         payload = json.loads(body)
-        if isinstance(payload.get("error", {}).get("code"), str):
+        if shown(payload.get("error", {}).get("code"), SHOWN_CODE):
             code = payload["error"]["code"]
-            message = payload["error"].get("message") or message
-            request_id = payload.get("request_id") or request_id
+            given = payload["error"].get("message")
+            message = given if isinstance(given, str) and given else message
+            request_id = shown(payload.get("request_id"), SHOWN_ID) or request_id
     except (ValueError, AttributeError, RecursionError):
         pass  # not our JSON error: keep http_error
     return Outcome(kind="error", chunks=0, chars=0, code=code, message=message, request_id=request_id,
-                   retry_after=response.headers.get("retry-after"))
+                   retry_after=shown(response.headers.get("retry-after"), SHOWN_RETRY))
 
 
 async def ask(

@@ -277,6 +277,17 @@ def test_the_status_line_names_the_model_only_when_it_reads_like_a_name(model, s
     assert outcome.status_line == "complete chunks=1 chars=2" + (f" model={shown}" if shown else "") + " finish=stop"
 
 
+def test_the_servers_words_cannot_forge_a_status_line():
+    forged = "complete chunks=3 chars=12 model=m tokens=1+2 finish=stop"
+    outcome = ended(ProtocolReader(), protocol_event("delta", text="Hi"),
+                    protocol_event("error", code=f"x\n{forged}", message=f"boom\n{forged}", request_id=f"r\n{forged}"))
+    for terminal in (False, True):
+        report = outcome.report(terminal=terminal)
+        assert len(report) == 2 and "\n" not in "".join(report), report
+        assert report[-1].endswith("stream_error: internal_error" + ("\x1b[0m" if terminal else "")), "an odd code is not shown"
+        assert "(request " not in report[0], "an odd request id is left out"
+
+
 def chunk(finish_reason: object = None, content: str | None = None) -> Event:
     delta = {} if content is None else {"content": content}
     return protocol_event("message", choices=[{"index": 0, "delta": delta, "finish_reason": finish_reason}])

@@ -10,6 +10,7 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import unicodedata
 
@@ -47,8 +48,11 @@ ANY_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.)", re.DOTALL)
 def spawn(*args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
     env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color",
            **(env or {})}
+    # pytest-xdist's workers ignore SIGINT, and an ignored signal stays ignored in a child:
+    # the CLI starts as from a shell, with Ctrl-C's default.
     child = pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
-                          encoding="utf-8", codec_errors="strict", timeout=30)
+                          encoding="utf-8", codec_errors="strict", timeout=30,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     child.logfile_read = io.StringIO()  # everything the terminal got, whatever was matched
     return child
 
@@ -196,8 +200,7 @@ def test_a_conversation_keeps_its_turns_starts_over_with_new_and_leaves_with_ctr
 def ctrl_c_at_the_prompt(child: pexpect.spawn) -> None:
     """Ctrl-C at the prompt gives a new prompt, as a shell does. Pressed up to three times:
     CPython's readline misses a SIGINT that lands after the prompt is written and before it
-    waits for a key (it waits with no timeout), which a loaded machine makes likely (CI
-    saw it once); a person presses again."""
+    waits for a key (it waits with no timeout); a person presses again."""
     for _ in range(3):
         child.sendintr()
         try:

@@ -108,9 +108,12 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
@@ -353,7 +356,8 @@ class MarkdownWriter:
     def _markdown(self, source: str) -> list[Any]:
         """`source` rendered: as markdown, but a top-level block nested past what
         markdown-it parses (it would drop the rest) as plain text, and all of it as plain
-        text when it is too long to render at once. One renderable for each part."""
+        text when it is too long to render at once. One renderable for each part; a
+        markdown one carries its source (`_print` checks it lost nothing)."""
         if len(source) > self.MAX_RENDERED_CHARS:
             return [self._text(source)]
         tokens = self._parser.parse(source)
@@ -379,18 +383,32 @@ class MarkdownWriter:
         rendered.markup, rendered.parsed = source, tokens  # parsed here, as configured above
         return rendered
 
+    def _lines(self, renderable: Any) -> list[Any]:
+        """`renderable` as the lines it prints, without blank lines before and after. A
+        markdown rendering that lost a word of its source is the source as text instead:
+        rich cuts a table cell that does not fit with "…" (a link's domain with it), a
+        block nested narrower than a character prints nothing, and markdown shows neither
+        a link's title nor a reference definition."""
+        lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
+        if isinstance(renderable, self._markdown_class):
+            missing = Counter(WORD.findall(renderable.markup))
+            missing.subtract(WORD.findall("\n".join(line.plain for line in lines)))
+            # A code block's language is markdown's, not the answer's: rich does not show it.
+            missing.subtract(word for token in renderable.parsed if token.type == "fence" for word in WORD.findall(token.info))
+            if any(count > 0 for count in missing.values()):
+                return self._lines(self._text(renderable.markup.strip("\n")))
+        while lines and not lines[0].plain.strip():
+            lines.pop(0)
+        while lines and not lines[-1].plain.strip():
+            lines.pop()
+        return lines
+
     def _print(self, *renderables: Any, soft_wrap: bool = False) -> None:
         """Prints for good, above the live region, each renderable set apart from what came
         before by one blank line, as rich sets blocks apart within one rendering."""
         for renderable in renderables:
-            if soft_wrap:
-                lines = [renderable]  # a tool call's JSON line: the terminal wraps it, not rich
-            else:
-                lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
-                while lines and not lines[0].plain.strip():
-                    lines.pop(0)
-                while lines and not lines[-1].plain.strip():
-                    lines.pop()
+            # A tool call's JSON line is printed as it is: the terminal wraps it, not rich.
+            lines = [renderable] if soft_wrap else self._lines(renderable)
             if not lines:
                 continue
             if self._printed:
@@ -538,6 +556,9 @@ class Reading:
 
 
 NOTHING = Reading()
+# A word, for checking that a rendering lost none: letters and digits (markdown's own marks,
+# `_` among them, are neither).
+WORD = re.compile(r"[^\W_]+")
 # What the server's words must look like to be shown on stderr (else they are left out):
 # a model's name, an error code, a request id, a Retry-After (seconds or an HTTP date).
 SHOWN_MODEL = re.compile(r"[@A-Za-z0-9._:/-]{1,128}")
@@ -1178,6 +1199,8 @@ class Conversation:
         self.history = history
         self.tools = tools
         self._rendering = not args.plain  # off for good once rich turns out to be missing
+        self._reader: AnswerReader = ProtocolReader()  # the turn in progress, for a Ctrl-C
+        self._writing: Writer | None = None
 
     def ask(self, question: dict[str, Any]) -> Outcome | None:
         """One turn: the answer to stdout, the status line to stderr. None when the
@@ -1188,10 +1211,10 @@ class Conversation:
         except HistoryError as problem:
             usage_error(f"--history {args.history}: {problem}")
             return None
-        reader: AnswerReader = RawReader() if args.raw else ProtocolReader()
-        writer: Writer | None = None
+        self._reader = reader = RawReader() if args.raw else ProtocolReader()
+        self._writing = None
         try:
-            writer = self._writer()  # may import rich: a Ctrl-C can come as early as this
+            self._writing = writer = self._writer()  # may import rich: a Ctrl-C can come as early as this
             outcome = asyncio.run(ask(
                 args.url, messages, out=writer, raw=args.raw,
                 token=args.token, cancel_after=args.cancel_after, timeout=args.timeout, resume=args.resume,
@@ -1207,13 +1230,25 @@ class Conversation:
             # Ctrl-C where the event loop does not turn it into a cancel: a second one while
             # the first is handled, or one while the last block is rendered. The answer was
             # not all shown: interrupted, and not kept.
-            if writer is not None:
-                writer.abandon()
-            outcome = reader.outcome("interrupted")
+            outcome = self.interrupted()
         except BaseException:
-            if writer is not None:
-                writer.abandon()  # the cursor shown again, whatever failed
+            if self._writing is not None:
+                self._writing.abandon()  # the cursor shown again, whatever failed
             raise
+        with ctrl_c_ignored():  # one status line, whole, however often Ctrl-C is pressed now
+            self._keep_and_report(question, outcome)
+        return outcome
+
+    def interrupted(self) -> Outcome:
+        """The turn in progress, ended by a Ctrl-C: its live region ended (the cursor shown
+        again), with Ctrl-C ignored meanwhile, and how far it got."""
+        with ctrl_c_ignored():
+            if self._writing is not None:
+                self._writing.abandon()
+            return self._reader.outcome("interrupted")
+
+    def _keep_and_report(self, question: dict[str, Any], outcome: Outcome) -> None:
+        args = self.args
         if outcome.answer is not None:
             if args.history is not None:
                 try:
@@ -1223,7 +1258,6 @@ class Conversation:
             self.history = [*self.history, question, outcome.answer]
         for line in outcome.report(terminal=sys.stderr.isatty()):
             print(line, file=sys.stderr, flush=True)
-        return outcome
 
     def hold(self) -> int:
         """Questions from stdin, one a line, each answered in turn, until Ctrl-D (the end
@@ -1314,10 +1348,28 @@ def main(argv: list[str] | None = None) -> int:
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="replace")
     conversation = Conversation(args, history, tools)
-    if question is None:
-        return conversation.hold()
-    outcome = conversation.ask(question)
+    try:
+        if question is None:
+            return conversation.hold()
+        outcome = conversation.ask(question)
+    except KeyboardInterrupt:
+        # A Ctrl-C between the ones a turn takes (pressed again and again): the turn ends
+        # interrupted all the same, with one status line.
+        outcome = conversation.interrupted()
+        with ctrl_c_ignored():
+            for line in outcome.report(terminal=sys.stderr.isatty()):
+                print(line, file=sys.stderr, flush=True)
     return EXIT_USAGE if outcome is None else outcome.exit_code
+
+
+@contextmanager
+def ctrl_c_ignored() -> Iterator[None]:
+    """Ctrl-C ignored meanwhile (cleaning up after one, printing the status line)."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from tests.frontends.cli_scenarios import (
     FIRST_TURN,
     HOSTILE,
     HOSTILE_MARKDOWN,
+    HOSTILE_MARKDOWN_ANSWER,
     MARKDOWN,
     MARKDOWN_ANSWER,
     SECOND_TURN,
@@ -45,9 +46,15 @@ RICH_SEQUENCES = re.compile(r"\x1b\[[0-9;]*m|\x1b\[2K|\x1b\[\d*A|\x1b\[\?25[lh]"
 ANY_SEQUENCE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|.)", re.DOTALL)
 
 
+def terminal_environment(**extra: str) -> dict[str, str]:
+    """The environment of a program in a terminal window. COLUMNS and LINES left out: rich
+    takes them over the terminal's own size (pytest's own terminal may set them)."""
+    return {**{k: v for k, v in os.environ.items() if k not in ("CHAT_TOKEN", "COLUMNS", "LINES")},
+            "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color", **extra}
+
+
 def spawn(*args: str, env: dict[str, str] | None = None) -> pexpect.spawn:
-    env = {**{k: v for k, v in os.environ.items() if k != "CHAT_TOKEN"}, "PYTHONIOENCODING": "utf-8", "TERM": "xterm-256color",
-           **(env or {})}
+    env = terminal_environment(**(env or {}))
     # pytest-xdist's workers ignore SIGINT, and an ignored signal stays ignored in a child:
     # the CLI starts as from a shell, with Ctrl-C's default.
     child = pexpect.spawn(sys.executable, [str(CLI), *args], cwd=str(ROOT), env=env, dimensions=(ROWS, COLUMNS),
@@ -141,9 +148,32 @@ def test_markdown_can_neither_hide_text_nor_smuggle_what_a_terminal_acts_on(star
     assert all(RICH_SEQUENCES.fullmatch(sequence) for sequence in ANY_SEQUENCE.findall(output))
     assert terminal_acts_on(output) == [], "a character reference is decoded after escaping: escaped again"
     shown = "\n".join(shown_lines(window(output)))
-    assert "\\u202egnp.exe" in shown and "\\u202eevil" in shown
+    # A block whose rendering would lose a word of its source (an entity decoded, nesting
+    # past the parser's limit) is shown as its source: every word is on the screen.
+    for word in re.findall(r"[^\W_]+", HOSTILE_MARKDOWN_ANSWER):
+        assert word in shown, word
     for hidden in ("HIDDEN-IN-LISTS", "HIDDEN-IN-QUOTES", "<div>HIDDEN-IN-HTML</div>", "HIDDEN-ALT", "https://images.example/pixel.png"):
         assert hidden in shown, f"{hidden} is on the screen: nested too deep, it is plain text; HTML is text; an image is a link"
+
+
+@pytest.mark.parametrize(("answer", "hidden"), [
+    pytest.param("| Service | Where to sign in |\n|---|---|\n| Bank | https://www.mybank.com.secure-login-verify-account-now.attacker.example/ |\n",
+                 "attacker.example", id="a-table-cell-that-does-not-fit"),
+    pytest.param("| a | b |\n|---|---|\n| 1 | 2 | EXTRACELL |\n", "EXTRACELL", id="a-cell-past-the-header"),
+    pytest.param("> " * 17 + "NARROWED to nothing\n", "NARROWED", id="nested-narrower-than-a-character"),
+    pytest.param("[docs](https://ok.example \"TITLE run this\")\n", "TITLE", id="a-link-title"),
+    pytest.param("Para one.\n\n[x]: https://evil.example \"REFTITLE\"\n\nPara two.\n", "REFTITLE", id="a-reference-definition"),
+])
+def test_a_rendering_that_would_lose_text_shows_the_source_instead(answer, hidden):
+    # MarkdownWriter alone, on a terminal of its own (no request: what rich would cut).
+    script = ("import sys; sys.path.insert(0, 'clients'); import chat_cli; "
+              "writer = chat_cli.MarkdownWriter(sys.stdout); writer.text(sys.argv[1]); writer.finish()")
+    child = pexpect.spawn(sys.executable, ["-c", script, answer], cwd=str(ROOT), env=terminal_environment(), dimensions=(ROWS, 60),
+                          encoding="utf-8", timeout=30)
+    child.logfile_read = io.StringIO()
+    shown = "\n".join(shown_lines(window(finished(child))))
+    assert child.exitstatus == 0, shown
+    assert hidden in shown.replace("\n", ""), shown
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["shown", "hidden"])

@@ -137,10 +137,11 @@ export class MarkdownView {
     const took = performance.now() - started;
     this.nextAt = performance.now() + Math.max(MIN_RENDER_GAP_MS, RENDER_SPACING * took);
     if (rendered === "more") {
-      // The next part in a task of its own, so that the page stays responsive between.
+      // The next part in a task of its own, so that the page stays responsive between; none
+      // once the answer has left the page (another chat was opened).
       this.rendered = null;
       this.element.dataset.rendering = "parts";
-      this.timer = setTimeout(() => this.keepPlace(() => this.flush()), 0);
+      this.timer = setTimeout(() => { if (this.element.isConnected) this.keepPlace(() => this.flush()); }, 0);
     } else {
       delete this.element.dataset.rendering;
     }

@@ -248,8 +248,9 @@ class MarkdownWriter:
     parsed, and each rendered line again after (markdown-it turns `&#x202e;` into the
     character itself), so only rich's own styling reaches the terminal. Raw HTML is text,
     an image is a link, and a link shows its address, never as a terminal hyperlink.
-    Nothing the model wrote is hidden: a block nested deeper than markdown-it parses (it
-    drops the rest) or larger than a render should take is shown as plain text. Reasoning
+    Nothing the model wrote is hidden: a block is shown as its plain source when its
+    rendering lost a word of it (`_lines`), when it is nested deeper than markdown-it
+    parses (it drops the rest), or when it is larger than a render should take. Reasoning
     is shown dimmed and apart, as text."""
 
     REFRESHES_PER_S = 10

@@ -361,22 +361,24 @@ class MarkdownWriter:
         markdown one carries its source (`_print` checks it lost nothing)."""
         if len(source) > self.MAX_RENDERED_CHARS:
             return [self._text(source)]
+        # Block by block, so that what one block's rendering shows twice (an autolink's
+        # address) cannot make up for what another's lost.
         tokens = self._parser.parse(source)
-        if all(token.level < self.MAX_NESTING - 1 for token in tokens):
-            return [self._rendered(source, tokens)]
-        lines, parts, start = source.split("\n"), [], 0
-        for end in range(1, len(tokens) + 1):
-            if end < len(tokens) and not (tokens[end].level == 0 and tokens[end].nesting >= 0 and tokens[end].map):
-                continue
-            block, start = tokens[start:end], end
-            first = block[0].map[0] if block[0].map else 0
-            last = next((token.map[1] for token in reversed(block) if token.level == 0 and token.map), len(lines))
-            text = "\n".join(lines[first:last])
-            deep = any(token.level >= self.MAX_NESTING - 1 for token in block)
-            # What markdown-it dropped is past the block's last parsed line: the rest of the source.
-            parts.append(self._text("\n".join(lines[first:])) if deep else self._rendered(text, block))
-            if deep:
+        lines, parts = source.split("\n"), []
+        starts = [at for at, token in enumerate(tokens) if token.level == 0 and token.nesting >= 0 and token.map]
+        if not starts:
+            return [self._text(source.strip("\n"))]  # no block at all: nothing, or a definition alone
+        for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(tokens)], strict=True)):
+            # A block's source runs to the next block's first line: what makes no token (a
+            # reference definition) is in the block before it, and checked with it.
+            first = 0 if number == 0 else tokens[start].map[0]
+            last = tokens[end].map[0] if end < len(tokens) else len(lines)
+            block = tokens[start:end]
+            if any(token.level >= self.MAX_NESTING - 1 for token in block):
+                # What markdown-it dropped is past the block's last parsed line: the rest.
+                parts.append(self._text("\n".join(lines[first:]).strip("\n")))
                 break
+            parts.append(self._rendered("\n".join(lines[first:last]), block))
         return parts
 
     def _rendered(self, source: str, tokens: list[Any]) -> Any:
@@ -386,17 +388,25 @@ class MarkdownWriter:
 
     def _lines(self, renderable: Any) -> list[Any]:
         """`renderable` as the lines it prints, without blank lines before and after. A
-        markdown rendering that lost a word of its source is the source as text instead:
-        rich cuts a table cell that does not fit with "…" (a link's domain with it), a
-        block nested narrower than a character prints nothing, and markdown shows neither
-        a link's title nor a reference definition."""
+        markdown block whose rendering lost a letter or digit of its source is the source
+        as text instead: rich cuts a table cell that does not fit with "…" (a link's
+        domain with it), a block nested narrower than a character prints nothing, and
+        markdown shows neither a link's title nor a reference definition nor what a
+        table row has past its header. Letters, not words: a line wrapped in the middle
+        of a run of Chinese, or markup inside one, loses none."""
         lines = [self._joined(line) for line in self._console.render_lines(renderable, pad=False, new_lines=False)]
         if isinstance(renderable, self._markdown_class):
-            missing = Counter(WORD.findall(renderable.markup))
-            missing.subtract(WORD.findall("\n".join(line.plain for line in lines)))
-            # A code block's language is markdown's, not the answer's: rich does not show it.
-            missing.subtract(word for token in renderable.parsed if token.type == "fence" for word in WORD.findall(token.info))
-            if any(count > 0 for count in missing.values()):
+            shown = Counter(LETTER.findall("\n".join(line.plain for line in lines)))
+            source = Counter(LETTER.findall(renderable.markup))
+            for token in renderable.parsed:
+                if token.type == "fence":  # the language picks the highlighting; rich shows it not
+                    source.subtract(LETTER.findall(token.info.split(maxsplit=1)[0] if token.info.strip() else ""))
+                elif token.type == "list_item_open":  # rich numbers an ordered list itself
+                    source.subtract(LETTER.findall(token.info))
+                for child in token.children or ():
+                    if child.type == "link_open" and child.markup == "autolink":
+                        shown.subtract(LETTER.findall(str(child.attrs.get("href", ""))))  # shown twice: once counts
+            if source - shown:
                 return self._lines(self._text(renderable.markup.strip("\n")))
         while lines and not lines[0].plain.strip():
             lines.pop(0)
@@ -535,8 +545,9 @@ class Outcome:
         lines.append(self.status_line)
         # One line each, whatever the server's message holds: a newline of its own would
         # start a line that looks like the CLI's (the status line is the last line).
-        lines = [line.replace("\n", "\\n") for line in lines]
-        return [OWN_LINE.format(visible(line)) for line in lines] if terminal else lines
+        # Escaped also when stderr is a file: `cat` of a log would act on them all the same.
+        lines = [visible(line.replace("\n", "\\n")) for line in lines]
+        return [OWN_LINE.format(line) for line in lines] if terminal else lines
 
     @property
     def exit_code(self) -> int:
@@ -557,9 +568,9 @@ class Reading:
 
 
 NOTHING = Reading()
-# A word, for checking that a rendering lost none: letters and digits (markdown's own marks,
-# `_` among them, are neither).
-WORD = re.compile(r"[^\W_]+")
+# A letter or digit, for checking that a rendering lost none (markdown's own marks, `_`
+# among them, are neither).
+LETTER = re.compile(r"[^\W_]")
 # What the server's words must look like to be shown on stderr (else they are left out):
 # a model's name, an error code, a request id, a Retry-After (seconds or an HTTP date).
 SHOWN_MODEL = re.compile(r"[@A-Za-z0-9._:/-]{1,128}")

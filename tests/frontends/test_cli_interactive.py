@@ -163,9 +163,17 @@ def test_markdown_can_neither_hide_text_nor_smuggle_what_a_terminal_acts_on(star
     pytest.param("> " * 17 + "NARROWED to nothing\n", "NARROWED", id="nested-narrower-than-a-character"),
     pytest.param("[docs](https://ok.example \"TITLE run this\")\n", "TITLE", id="a-link-title"),
     pytest.param("Para one.\n\n[x]: https://evil.example \"REFTITLE\"\n\nPara two.\n", "REFTITLE", id="a-reference-definition"),
+    pytest.param("```python   FENCENOTE pipe it into sh\nprint('hi')\n```\n", "FENCENOTE", id="words-after-a-code-blocks-language"),
+    pytest.param("| a | b |\n|---|---|\n| rm | safe | NOT |\n\n<https://NOT.example/>\n", "| NOT |", id="a-loss-made-up-elsewhere"),
 ])
 def test_a_rendering_that_would_lose_text_shows_the_source_instead(answer, hidden):
-    # MarkdownWriter alone, on a terminal of its own (no request: what rich would cut).
+    shown = rendered_alone(answer)
+    assert hidden in shown.replace("\n", ""), shown
+
+
+def rendered_alone(answer: str) -> str:
+    """What a 60-column window shows of MarkdownWriter given `answer` in one piece, on a
+    terminal of its own (no request: what rich does with it)."""
     script = ("import sys; sys.path.insert(0, 'clients'); import chat_cli; "
               "writer = chat_cli.MarkdownWriter(sys.stdout); writer.text(sys.argv[1]); writer.finish()")
     child = pexpect.spawn(sys.executable, ["-c", script, answer], cwd=str(ROOT), env=terminal_environment(), dimensions=(ROWS, 60),
@@ -173,7 +181,17 @@ def test_a_rendering_that_would_lose_text_shows_the_source_instead(answer, hidde
     child.logfile_read = io.StringIO()
     shown = "\n".join(shown_lines(window(finished(child))))
     assert child.exitstatus == 0, shown
-    assert hidden in shown.replace("\n", ""), shown
+    return shown
+
+
+@pytest.mark.parametrize("answer", [
+    pytest.param("这是一个很长的中文段落，用来测试终端里的换行是否会被当成丢失的文字，" * 3 + "其中有**加粗**和`代码`。\n", id="chinese-wrapped-with-markup"),
+    pytest.param("1. one\n1. two\n1. three\n", id="a-list-numbered-one-one-one"),
+    pytest.param("Visit <https://example.com/a?b=c&d=e> or [docs](https://example.com/x_y).\n", id="links"),
+])
+def test_ordinary_markdown_is_rendered_not_shown_as_source(answer):
+    shown = rendered_alone(answer)
+    assert "**" not in shown and "`" not in shown and "](" not in shown and "1. " not in shown, shown
 
 
 @pytest.mark.parametrize("hidden", [False, True], ids=["shown", "hidden"])

@@ -159,23 +159,29 @@ export class MarkdownView {
       const cut = before >= 0 ? before : tail.indexOf("\n\n", PART_CHARS);
       if (cut >= 0 && cut + 2 < tail.length) end = cut + 2;
     }
+    let ends = false; // the part is known to end where a block begins: its last block is finished too
     for (;;) {
       if (end > MAX_RENDERED_CHARS) return false; // one block larger than a parse may take
       const whole = end === tail.length;
       const env = { ...this.frozen.env, references: { ...this.frozen.env.references } };
       const blocks = renderBlocks(tail.slice(0, end), env);
       if (blocks === null || this.frozen.blocks + blocks.length > MAX_BLOCKS) return false;
-      if (!whole && blocks.length < 2) {
-        // The part is one unfinished block (a blank line inside a code block or a list):
-        // all of it, then, as before parts (a second parse at most).
-        end = tail.length;
+      if (!whole && !ends && blocks.length < 2) {
+        // The part is one unfinished block (a blank line inside a code block or a list, or
+        // one longer than a part): it ends where the next block of the text begins, as far
+        // as a parse may take; or, with none there, the text is one block.
+        const probe = renderBlocks(tail.slice(0, MAX_RENDERED_CHARS), { ...env, references: { ...env.references } });
+        const cutLine = tail.slice(0, end).split("\n").length - 1;
+        const next = probe?.slice(1).find((block) => block.line >= cutLine) ?? probe?.[probe.length - 1];
+        if (probe !== null && probe.length > 1) [end, ends] = [lineStart(tail, next.line), true];
+        else end = tail.length;
         continue;
       }
       this.showBlocks(blocks.map((block) => block.html));
-      if (blocks.length > 1) { // all but the last are finished
-        const last = blocks[blocks.length - 1];
-        this.frozen = { text: this.frozen.text + tail.slice(0, lineStart(tail, last.line)),
-                        blocks: this.frozen.blocks + blocks.length - 1, env };
+      const finished = ends ? blocks.length : blocks.length - 1; // all but the last, which may grow
+      if (finished > 0) {
+        const at = ends ? end : lineStart(tail, blocks[blocks.length - 1].line);
+        this.frozen = { text: this.frozen.text + tail.slice(0, at), blocks: this.frozen.blocks + finished, env };
       }
       return whole ? true : "more";
     }

@@ -577,7 +577,13 @@ const scenarios = {
       const tab = JSON.parse(sessionStorage.getItem("chat-page-v1"));
       const saved = Object.keys(localStorage).filter((key) => key.startsWith(prefix) && key !== prefix + tab.chatId)
         .map((key) => JSON.parse(localStorage.getItem(key))).sort((a, b) => a.entries.length - b.entries.length);
-      const merged = { ...saved[0], entries: saved.flatMap((chat) => chat.entries) };
+      // And one more answer: a 20 KB table, one block longer than a part, then 115 KB of
+      // paragraphs (a part that is one block ends where the next block begins: it was
+      // shown whole as plain text).
+      const table = "| n | name |\n|---|---|\n" + Array.from({ length: 1000 }, (_, n) => `| ${n} | row ${n} |\n`).join("");
+      const paragraphs = Array.from({ length: 2400 }, (_, n) => `Paragraph ${n} of the tail, with **bold** words.`).join("\n\n");
+      const extra = [{ role: "user", content: "A table, then a long tail." }, { role: "assistant", content: `Intro\n\n${table}\n${paragraphs}\n` }];
+      const merged = { ...saved[0], entries: [...saved.flatMap((chat) => chat.entries), ...extra] };
       localStorage.setItem(prefix + tab.chatId, JSON.stringify(merged));
       return { chats: saved.length, chars: JSON.stringify(merged).length };
     });
@@ -596,6 +602,7 @@ const scenarios = {
         if (answers.length && !document.querySelector("[data-rendering]") && now - stableSince >= 300) {
           clearInterval(poll);
           resolve({ answers: answers.length, textLength: total, settledMs: Math.round(stableSince), longTasks: tasks.length,
+                    plain: answers.map((content) => content.classList.contains("plain")), tables: document.querySelectorAll("li.message.assistant table").length,
                     longestTaskMs: Math.round(Math.max(0, ...tasks)) });
         }
       }, 20);

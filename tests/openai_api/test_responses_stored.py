@@ -76,10 +76,13 @@ async def stream_of(runtime: LocalRuntime, response_id: str, starting_after: int
     return [event async for event in stream]
 
 
-async def raw_events(runtime: LocalRuntime, path: str) -> list[dict[str, Any]]:
-    """The events of a stream read without the SDK (which raises on `error`)."""
+async def raw_events(runtime: LocalRuntime, path: str, attached: asyncio.Event | None = None) -> list[dict[str, Any]]:
+    """The events of a stream read without the SDK (which raises on `error`); `attached` is
+    set once the stream has answered (its reader is attached)."""
     async with httpx.AsyncClient(timeout=30) as client, client.stream("GET", runtime.url + path) as response:
         assert response.status_code == 200, await response.aread()
+        if attached is not None:
+            attached.set()
         text = (await response.aread()).decode()
     events = [json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")]
     assert events, text[:500]
@@ -225,8 +228,10 @@ async def test_deleting_a_response_being_made_ends_its_readers_once(start_runtim
     runtime = start_runtime(held_options(name))
     client = sdk(runtime)
     started = await client.responses.create(model=MODEL, input="Go on", background=True)
-    readers = [asyncio.create_task(raw_events(runtime, f"/v1/responses/{started.id}?stream=true")) for _ in range(2)]
-    await asyncio.sleep(0.3)
+    attached = [asyncio.Event() for _ in range(2)]
+    readers = [asyncio.create_task(raw_events(runtime, f"/v1/responses/{started.id}?stream=true", event)) for event in attached]
+    # Both readers attached before the delete (a fixed sleep lost that race once in CI).
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in attached)), 30)
     await client.responses.delete(started.id)
     for events in await asyncio.gather(*readers):
         assert len(terminal_types_raw(events)) == 1 and events[-1]["type"] == "response.failed"

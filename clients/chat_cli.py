@@ -286,7 +286,6 @@ class MarkdownWriter:
         self._pending: list[str] = []  # escaped text not yet printed for good
         self._printed = False  # something was printed for good: the next print is set apart
         self._split_at = 0.0  # when to look for finished blocks next
-        self.needs_newline = False  # the status line always starts a line of its own here
         self._live = Live(console=self._console, auto_refresh=True, refresh_per_second=self.REFRESHES_PER_S,
                           transient=True, redirect_stdout=False, redirect_stderr=False, get_renderable=self._preview)
 
@@ -324,20 +323,18 @@ class MarkdownWriter:
         if not self._live.is_started:
             self._live.start()
 
-    def _block_starts(self, source: str) -> list[int]:
-        """The first source line of each top-level block: a token's map is its [first,
-        last) lines; markdown-it counts lines at "\n" only, and `visible` escaped "\r"."""
-        return [token.map[0] for token in self._parser.parse(source) if token.level == 0 and token.nesting >= 0 and token.map]
-
     def _print_finished_blocks(self) -> None:
         source = "".join(self._pending)
-        starts = self._block_starts(source)
+        tokens = self._parser.parse(source)
+        starts = [tokens[at].map[0] for at in top_level_blocks(tokens)]
         if len(starts) < 2:
             return
         lines = source.split("\n")
         self._pending = ["\n".join(lines[starts[-1]:])]
         # Rendered in groups of whole blocks, each at most MAX_RENDERED_CHARS when it can be.
-        group_start, size = starts[0], 0
+        # The first group starts at the first line: what came before the first block (a
+        # reference definition) is shown with it.
+        group_start, size = 0, 0
         for first, after in zip(starts, starts[1:], strict=False):
             block = sum(len(line) + 1 for line in lines[first:after])
             if size and size + block > self.MAX_RENDERED_CHARS:
@@ -365,7 +362,7 @@ class MarkdownWriter:
         # address) cannot make up for what another's lost.
         tokens = self._parser.parse(source)
         lines, parts = source.split("\n"), []
-        starts = [at for at, token in enumerate(tokens) if token.level == 0 and token.nesting >= 0 and token.map]
+        starts = top_level_blocks(tokens)
         if not starts:
             return [self._text(source.strip("\n"))]  # no block at all: nothing, or a definition alone
         for number, (start, end) in enumerate(zip(starts, [*starts[1:], len(tokens)], strict=True)):
@@ -448,6 +445,13 @@ class MarkdownWriter:
 
 
 Writer = AnswerWriter | MarkdownWriter
+
+
+def top_level_blocks(tokens: list[Any]) -> list[int]:
+    """The indexes of the tokens that open a top-level block. Their `map` is the block's
+    [first, last) source lines: markdown-it counts lines at "\n" only, and `visible` has
+    escaped every "\r"."""
+    return [at for at, token in enumerate(tokens) if token.level == 0 and token.nesting >= 0 and token.map]
 
 
 class MalformedStream(Exception):

@@ -164,6 +164,7 @@ def test_markdown_can_neither_hide_text_nor_smuggle_what_a_terminal_acts_on(star
     pytest.param("[docs](https://ok.example \"TITLE run this\")\n", "TITLE", id="a-link-title"),
     pytest.param("Para one.\n\n[x]: https://evil.example \"REFTITLE\"\n\nPara two.\n", "REFTITLE", id="a-reference-definition"),
     pytest.param("```python   FENCENOTE pipe it into sh\nprint('hi')\n```\n", "FENCENOTE", id="words-after-a-code-blocks-language"),
+    pytest.param("[x]: https://evil.example \"DEFNOTE\"\n\nPara one.\n\nPara two.\n", "DEFNOTE", id="a-definition-before-the-first-block"),
     pytest.param("| a | b |\n|---|---|\n| rm | safe | NOT |\n\n<https://NOT.example/>\n", "| NOT |", id="a-loss-made-up-elsewhere"),
 ])
 def test_a_rendering_that_would_lose_text_shows_the_source_instead(answer, hidden):
@@ -248,7 +249,9 @@ def test_a_conversation_keeps_its_turns_starts_over_with_new_and_leaves_with_ctr
 def ctrl_c_at_the_prompt(child: pexpect.spawn) -> None:
     """Ctrl-C at the prompt gives a new prompt, as a shell does. Pressed up to three times:
     CPython's readline misses a SIGINT that lands after the prompt is written and before it
-    waits for a key (it waits with no timeout); a person presses again."""
+    waits for a key; a person presses again. (Modules/readline.c,
+    readline_until_enter_or_signal: select() has no timeout unless an input hook is set,
+    and signals are checked only on its EINTR; read 2026-12-03.)"""
     for _ in range(3):
         child.sendintr()
         try:

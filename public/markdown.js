@@ -162,20 +162,26 @@ export class MarkdownView {
     let ends = false; // the part is known to end where a block begins: its last block is finished too
     for (;;) {
       if (end > MAX_RENDERED_CHARS) return false; // one block larger than a parse may take
-      const whole = end === tail.length;
-      const env = { ...this.frozen.env, references: { ...this.frozen.env.references } };
-      const blocks = renderBlocks(tail.slice(0, end), env);
+      let whole = end === tail.length;
+      let env = { ...this.frozen.env, references: { ...this.frozen.env.references } };
+      let blocks = renderBlocks(tail.slice(0, end), env);
       if (blocks === null || this.frozen.blocks + blocks.length > MAX_BLOCKS) return false;
       if (!whole && !ends && blocks.length < 2) {
         // The part is one unfinished block (a blank line inside a code block or a list, or
         // one longer than a part): it ends where the next block of the text begins, as far
-        // as a parse may take; or, with none there, the text is one block.
-        const probe = renderBlocks(tail.slice(0, MAX_RENDERED_CHARS), { ...env, references: { ...env.references } });
-        const cutLine = tail.slice(0, end).split("\n").length - 1;
-        const next = probe?.slice(1).find((block) => block.line >= cutLine) ?? probe?.[probe.length - 1];
-        if (probe !== null && probe.length > 1) [end, ends] = [lineStart(tail, next.line), true];
-        else end = tail.length;
-        continue;
+        // as a parse may take; with none there, the text is one block, and this parse of
+        // it is the render (a growing code block is parsed twice a render, not three times).
+        const probeEnv = { ...env, references: { ...env.references } };
+        const probe = renderBlocks(tail.slice(0, MAX_RENDERED_CHARS), probeEnv);
+        if (probe === null) return false;
+        if (probe.length > 1) {
+          const cutLine = tail.slice(0, end).split("\n").length - 1;
+          const next = probe.slice(1).find((block) => block.line >= cutLine) ?? probe[probe.length - 1];
+          [end, ends] = [lineStart(tail, next.line), true];
+          continue;
+        }
+        if (tail.length > MAX_RENDERED_CHARS) return false;
+        [blocks, env, end, whole] = [probe, probeEnv, tail.length, true];
       }
       this.showBlocks(blocks.map((block) => block.html));
       const finished = ends ? blocks.length : blocks.length - 1; // all but the last, which may grow

@@ -226,14 +226,18 @@ def test_only_a_stored_responses_id_names_an_object(value, key):
 
 def test_store_and_background_are_read_and_a_head_too_large_to_store_is_refused():
     base = {"model": "@cf/zai-org/glm-4.7-flash", "input": "hi"}
-    assert validate_responses(base, CONFIG).store is False
+    # Stored unless told not to, as on OpenAI's API (issue 40).
+    assert validate_responses(base, CONFIG).store is True
+    assert validate_responses({**base, "store": False}, CONFIG).echo["store"] is False
     assert validate_responses({**base, "store": True}, CONFIG).echo["store"] is True
     background = validate_responses({**base, "background": True}, CONFIG)
     assert background.store and background.background
     with pytest.raises(ApiError) as refused:
         validate_responses({**base, "store": True, "instructions": "x" * MAX_STORED_HEAD_BYTES}, CONFIG)
     assert refused.value.param == "store"
-    assert validate_responses({**base, "instructions": "x" * MAX_STORED_HEAD_BYTES}, CONFIG).store is False
+    # Stored by default only, a head too large to keep is answered without, and its Response says so.
+    unstored = validate_responses({**base, "instructions": "x" * MAX_STORED_HEAD_BYTES}, CONFIG)
+    assert unstored.store is False and unstored.echo["store"] is False
 
 
 def test_query_parameters_are_read_as_first_given():

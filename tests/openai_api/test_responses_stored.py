@@ -120,10 +120,10 @@ async def test_a_stored_response_is_read_back_as_it_ended_and_deleted(start_runt
     assert gone.value.code == "response_not_found"
 
 
-async def test_a_response_not_asked_to_be_stored_is_not(start_runtime):
+async def test_a_response_asked_not_to_be_stored_is_not(start_runtime):
     runtime = start_runtime(SCRIPTS)
     client = sdk(runtime)
-    created = await client.responses.create(model=MODEL, input="Hello there")
+    created = await client.responses.create(model=MODEL, input="Hello there", store=False)
     assert created.store is False
     with pytest.raises(openai.NotFoundError):
         await client.responses.retrieve(created.id)

@@ -105,9 +105,9 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     turn = replace(turn, options=model_options({"top_p": top_p}, turn.models[0]), cache_key=_cache_key(payload.get("prompt_cache_key")))
     stream, options = streaming(payload)
     background = flag(payload, "background")
-    # Not stored unless asked: OpenAI stores by default, but here each stored response is a
-    # Durable Object's storage, and the clients that rely on one say so (docs/openai.md).
-    store = flag(payload, "store") or background
+    # Stored unless told not to, as on OpenAI's API: the AI SDK's openai() sends no `store`
+    # and, counting on that default, refers to its earlier items by id (docs/openai.md).
+    store = flag(payload, "store", default=True) or background
     if background and payload.get("store") is False:
         raise invalid_request("background: a background response is stored; store must not be false.", param="background")
     summary = _summary(reasoning)
@@ -124,7 +124,11 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     }
     if store:
         head = len(portable_json(echo).encode())  # as the object will keep it (a lone surrogate escaped)
-        if head > MAX_STORED_HEAD_BYTES:
+        if head > MAX_STORED_HEAD_BYTES and payload.get("store") is None and not background:
+            # Stored by default only: too large to keep, it is answered without, and says so.
+            store = False
+            echo["store"] = False
+        elif head > MAX_STORED_HEAD_BYTES:
             # Every event that carries the Response object repeats them (sse.MAX_STORED_HEAD_BYTES).
             raise invalid_request(f"store: a stored response keeps its instructions, tools and metadata in {MAX_STORED_HEAD_BYTES} "
                                   f"bytes at most; this request's take {head}. Send it with store: false.", param="store")
@@ -364,8 +368,8 @@ def _messages(payload: dict[str, Any], config: Config, names: Mapping[str, tuple
         elif kind == "reasoning":
             continue  # not sent back to the model (see the module's docstring)
         elif kind == "item_reference":
-            raise invalid_request(f"{at}: item references are not resolved here; send the item itself, or use previous_response_id.",
-                                  param=f"{at}.type")
+            # Resolved before these checks (chat.api.stored_items); one left here was not looked up.
+            raise invalid_request(f"{at}: an item reference is taken at the top level of input only.", param=f"{at}.type")
         else:
             raise invalid_request(f"{at}.type: only message, function_call, function_call_output and reasoning items are taken here.",
                                   param=f"{at}.type")

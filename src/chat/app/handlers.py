@@ -15,6 +15,7 @@ from chat.api.body import split as split_body
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
 from chat.api.responses import ResponsesRequest, validate_responses
+from chat.api.stored_items import PageQuery
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
 from chat.logs import log
@@ -188,7 +189,7 @@ async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted)
     config = admitted.config
     owner = _owner(admitted)
     request = await _read_turn(edge, config, validate_responses, lambda request: request.turn,
-                               prepare=lambda payload: resumable.with_history(edge.env, payload, owner))
+                               prepare=lambda payload: resumable.with_stored_items(edge.env, payload, owner, config))
     if request.store:
         return await _stored_response(edge, exchange, admitted, request, owner)
     encoder = ResponsesEncoder(created_at=int(time.time()), response=request.echo, streamed=request.stream, names=request.names,
@@ -233,6 +234,13 @@ async def openai_stored_response(edge: JsEdge, exchange: Exchange, admitted: Adm
     body = await resumable.read_response(edge.env, response_id, query.get("starting_after"), owner, peek=request.method == "HEAD")
     # Nothing after that sequence number, and the response has ended: an empty stream.
     return exchange.reply(body if body is not None else "", 200, ReaderFormat.RESPONSES.headers)
+
+
+async def openai_response_input_items(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """A page of a stored response's input items (`?after=&limit=&order=`)."""
+    query = PageQuery.of(http.query_of(exchange.request.url))
+    listed = await resumable.response_input_items(edge.env, admitted.key or "", query, _owner(admitted))
+    return exchange.reply(listed, 200, {"content-type": http.JSON_TYPE})
 
 
 async def openai_cancel_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

@@ -9,8 +9,11 @@ import json
 from collections.abc import Awaitable
 from typing import Any
 
+from chat.api.images import MAX_IMAGE_TEXT_BYTES
 from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, stored_response_key
+from chat.api.stored_items import PageQuery, Reference, by_object, item_not_found, references, resolved
 from chat.api.validation import is_chat_id
+from chat.config import Config
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
 from chat.resumable.formats import FinalResponse, ReaderFormat
@@ -92,14 +95,60 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
     return await _received(namespace.get(object_id).begin_answer(order.sent("input")))
 
 
-async def with_history(env: Any, payload: Any, owner: str) -> Any:
-    """`payload` with its `previous_response_id` resolved (chat.api.responses.continued);
-    400 previous_response_not_found for one that is not stored, or not this client's."""
-    if not isinstance(payload, dict) or payload.get("previous_response_id") is None:
+async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) -> Any:
+    """`payload` with what it takes from stored responses put in its `input`: each
+    `item_reference`'s item (chat.api.stored_items), then a `previous_response_id`'s
+    history (chat.api.responses.continued). Raises ApiError: 404 item_not_found naming
+    `input[i]` for an item that is not stored, expired or not this client's; 400
+    previous_response_not_found likewise for a previous response; 400 for items
+    referenced that take more than the body may."""
+    if not isinstance(payload, dict):
+        return payload
+    items = payload.get("input")
+    if isinstance(items, list) and (wanted := references(items)):
+        payload = {**payload, "input": await _referenced(env, items, wanted, owner, config.body_limit + MAX_IMAGE_TEXT_BYTES)}
+    if payload.get("previous_response_id") is None:
         return payload
     stub = _response_object(env, payload["previous_response_id"], "previous_response_not_found", param="previous_response_id")
     history = await _received(stub.response_history(owner))
     return continued(payload, json.loads(str(await history.text())))
+
+
+async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner: str, budget: int) -> list[Any]:
+    """`items` with each reference in `wanted` resolved: one call for each object that keeps
+    some, one after the other, so what they bring is bounded (`budget` characters of JSON)
+    before the next is asked."""
+    namespace = env.CHAT_STREAMS
+    found: dict[int, Any] = {}
+    for key, references_there in by_object(wanted).items():
+        first = references_there[0]
+        missing = item_not_found(items[first.at].get("id"), f"input[{first.at}]")
+        try:
+            stub = namespace.get(namespace.idFromString(key))
+            answer = await _received(stub.response_items(owner, json.dumps([reference.place for reference in references_there])))
+        except JsException:
+            raise missing from None  # well-formed, but not an id of this namespace
+        except ApiError as error:
+            if error.code == "response_not_found":
+                raise missing from None
+            raise ApiError(error.code, f"input[{first.at}]: {error.message}", param=f"input[{first.at}]") from None
+        text = str(await answer.text())
+        budget -= len(text)
+        if budget < 0:
+            raise ApiError("invalid_request", f"input[{first.at}]: the items referenced take more than a request may hold; "
+                           "send fewer of them.", param=f"input[{first.at}]")
+        for reference, item in zip(references_there, json.loads(text), strict=True):
+            if item is None:
+                raise item_not_found(items[reference.at].get("id"), f"input[{reference.at}]")
+            found[reference.at] = item
+    return resolved(items, found)
+
+
+async def response_input_items(env: Any, response_id: str, query: PageQuery, owner: str) -> str:
+    """A page of a stored response's input items (JSON, OpenAI's list shape)."""
+    stub = _response_object(env, response_id, "response_not_found")
+    listed = await _received(stub.response_input_items(owner, json.dumps(query.as_order())))
+    return str(await listed.text())
 
 
 async def response_call(env: Any, response_id: str, method: str, owner: str) -> Any:

@@ -30,6 +30,7 @@ from typing import Any
 import js
 from workers import DurableObject
 
+from chat.api.stored_items import PageQuery, listed_input, page, stored_item
 from chat.config import Config
 from chat.logs import log
 from chat.output.check import answer_check
@@ -99,6 +100,15 @@ class ChatStream(DurableObject):
         """What a `previous_response_id` continues from: the stored input items and the
         finished output (JSON), or a Failure (previous_response_not_found)."""
         return await self._answering(lambda: self._history(owner))
+
+    async def response_items(self, owner: Any, places: Any) -> Any:
+        """The items at `places` (JSON: a list of chat.api.stored_items places) of an ended
+        stored response, each with its id or null where it has none (JSON), or a Failure."""
+        return await self._answering(lambda: self._items(self._response_of(owner), places))
+
+    async def response_input_items(self, owner: Any, query: Any) -> Any:
+        """A page of the stored response's input items (JSON, OpenAI's list), or a Failure."""
+        return await self._answering(lambda: self._input_page(self._response_of(owner), query))
 
     async def _answering(self, call: Callable[[], Awaitable[Any]]) -> Any:
         # Failures go back as values: an exception would reach the Worker as the text of
@@ -395,6 +405,31 @@ class ChatStream(DurableObject):
         history = {"input": json.loads(self._store.input_text()), "response": json.loads(self._object_text(answer))}
         return ffi.response(portable_json(history), 200, {"content-type": "application/json"})
 
+    async def _items(self, answer: Answer, places: Any) -> Any:
+        row = answer.row
+        assert row is not None and row.head is not None
+        if row.live:
+            raise ApiError("invalid_request", "that item's response is still in progress; refer to its items once it has ended.")
+        wanted = _parsed(places)
+        if not isinstance(wanted, list):
+            raise MalformedOrder("places")
+        key = _object_key(row.head)
+        output = json.loads(self._object_text(answer)).get("output") or []
+        inputs = json.loads(self._store.input_text()) if any(str(place).startswith("i") for place in wanted) else []
+        found = [stored_item(place, key=key, inputs=inputs, output=output) for place in wanted]
+        return ffi.response(portable_json(found), 200, {"content-type": "application/json"})
+
+    async def _input_page(self, answer: Answer, query: Any) -> Any:
+        row = answer.row
+        assert row is not None and row.head is not None
+        try:
+            asked = PageQuery.from_order(_parsed(query))
+        except (ValueError, TypeError):
+            raise MalformedOrder("page") from None
+        key = _object_key(row.head)
+        listed = [listed_input(item, key, index) for index, item in enumerate(json.loads(self._store.input_text()))]
+        return ffi.response(portable_json(page(listed, asked)), 200, {"content-type": "application/json"})
+
     # --- plumbing ----------------------------------------------------------------------
 
     def _state(self) -> Answer:
@@ -472,6 +507,18 @@ class _Sink:
                 self._ended()
             finally:
                 self._proxies.close()
+
+
+def _parsed(text: Any) -> Any:
+    try:
+        return json.loads(str(text))
+    except ValueError:
+        raise MalformedOrder("json") from None
+
+
+def _object_key(head: str) -> str:
+    """The object's id, as its stored response's id names it (`resp_` and 64 hex digits)."""
+    return str(json.loads(head)["id"])[len("resp_"):]
 
 
 def _failure(error: ApiError) -> Any:

@@ -69,9 +69,11 @@ ROUTES: tuple[Route, ...] = (
           public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
           public_var="OPENAI_API_PUBLIC"),
-    # Stored responses (chat.resumable): read, stream again, delete, cancel.
+    # Stored responses (chat.resumable): read, stream again, delete, their input items, cancel.
     Route(name="openai-response", path=f"/v1/responses/{ID}", methods=("GET", "DELETE"), handler="openai_stored_response",
           public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-response-input-items", path=f"/v1/responses/{ID}/input_items", methods=("GET",),
+          handler="openai_response_input_items", public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-response-cancel", path=f"/v1/responses/{ID}/cancel", methods=("POST",), handler="openai_cancel_response",
           public_var="OPENAI_API_PUBLIC"),
     # Open: the chat page reads it, and it names only the models.

@@ -19,6 +19,12 @@ NOW = 1_800_000_000.0  # wall time
 MONO = 100.0  # monotonic time
 
 
+def stored(answer: Answer, last_id: int, *, terminal: bool = False) -> None:
+    """Events up to `last_id` written, and durable (what the object hands its readers)."""
+    answer.written(last_id, terminal=terminal)
+    answer.durable(last_id)
+
+
 def fresh() -> Answer:
     return Answer(None, last_id=0, timing=TIMING)
 
@@ -27,7 +33,7 @@ def live(events: int = 3) -> Answer:
     answer = fresh()
     answer.begin(AnswerKind.CHAT, "r1", now=NOW, mono=MONO)
     answer.attach()
-    answer.stored(events)
+    stored(answer, events)
     return answer
 
 
@@ -94,7 +100,7 @@ def test_a_reader_sends_what_it_lacks_waits_while_live_and_ends_after_the_last_e
     answer = live(events=3)
     assert answer.reader_step(1, 0) == SEND
     assert answer.reader_step(1, 3) == WAIT
-    answer.stored(4)
+    stored(answer, 4)
     assert answer.reader_step(1, 3) == SEND
     answer.ended(now=NOW)
     assert answer.reader_step(1, 3) == SEND, "the terminal event is still to be read"
@@ -187,12 +193,25 @@ def test_each_kind_knows_its_terminal_event():
     assert not AnswerKind.UI.ends_with_terminal([event(4, "message", '{"type":"error","errorText":"x"}')])
 
 
+def test_a_reader_is_given_only_what_storage_holds_durably():
+    answer = live(events=3)
+    answer.written(5)
+    assert answer.reader_step(1, 3) == WAIT, "events 4 and 5 could still be lost by a restart"
+    assert answer.read(5, active_only=False) is Read.INVALID_EVENT_ID, "no reader can have them yet"
+    answer.durable(4)
+    assert answer.reader_step(1, 3) == SEND and answer.last_id == 4
+    answer.durable(9)
+    assert answer.last_id == 5, "never past what was written"
+    answer.durable(2)
+    assert answer.last_id == 5, "a late step never takes back what readers may have"
+
+
 def test_serials_never_repeat_after_an_expiry_so_an_old_reader_is_never_fed_a_new_answer():
     answer = ended()
     answer.expire()
     row = answer.begin(AnswerKind.UI, "r2", now=NOW, mono=MONO)
     assert row.serial == 2
-    answer.stored(3)
+    stored(answer, 3)
     assert answer.reader_step(1, 0) == cut("expired"), "its own answer expired; the new one is not its"
 
 
@@ -200,13 +219,13 @@ def test_serials_never_repeat_after_an_expiry_so_an_old_reader_is_never_fed_a_ne
 
 
 def test_a_live_row_loaded_by_a_new_instance_is_orphaned_and_interrupted():
-    stored = AnswerRow(kind=AnswerKind.CHAT, request_id="r1", serial=3, live=True)
-    answer = Answer(stored, last_id=12, timing=TIMING)
+    row = AnswerRow(kind=AnswerKind.CHAT, request_id="r1", serial=3, live=True)
+    answer = Answer(row, last_id=12, timing=TIMING)
     assert answer.orphaned
     assert answer.alarm(now=NOW) is Alarm.INTERRUPT
     assert answer.stop() is Stop.INTERRUPT
     assert answer.read(0, active_only=True) is Read.NO_CONTENT
-    answer.stored(13)  # its terminal `interrupted`
+    stored(answer, 13)  # its terminal `interrupted`
     answer.ended(now=NOW)
     assert not answer.orphaned and answer.reader_step(3, 13) == END
 
@@ -216,11 +235,11 @@ def test_a_live_answer_is_unterminated_until_its_last_stored_event_is_the_termin
     assert not answer.unterminated, "nothing to end"
     answer.begin(AnswerKind.CHAT, "r1", now=NOW, mono=MONO)
     assert answer.unterminated, "a producer that stored nothing ended without a terminal"
-    answer.stored(5, terminal=True)
+    stored(answer, 5, terminal=True)
     assert not answer.unterminated
-    answer.stored(6)  # anything after it (never expected) leaves it unterminated again
+    stored(answer, 6)  # anything after it (never expected) leaves it unterminated again
     assert answer.unterminated
-    answer.stored(7, terminal=True)
+    stored(answer, 7, terminal=True)
     answer.ended(now=NOW + 1)
     assert not answer.unterminated, "an ended answer is not live"
     answer.begin(AnswerKind.CHAT, "r2", now=NOW + 2, mono=MONO + 2)

@@ -92,7 +92,9 @@ def ensure_codex(timeout: float = 600) -> Path:
     with open(CODEX_PREFIX / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if _installed_version() != CODEX_VERSION:
-            installed = subprocess.run(INSTALL, env=_base_env(), timeout=timeout, capture_output=True, text=True)
+            # npm with the machine's own settings (its registry, its CA certificates: a bare
+            # environment failed here with SELF_SIGNED_CERT_IN_CHAIN); Codex itself runs bare.
+            installed = subprocess.run(INSTALL, env={**os.environ, **_base_env()}, timeout=timeout, capture_output=True, text=True)
             if installed.returncode != 0 or _installed_version() != CODEX_VERSION:
                 raise RuntimeError(f"Codex CLI {CODEX_VERSION} could not be installed (npm said: {installed.stderr[-500:]!r}). "
                                    f"Install it by hand with: {' '.join(INSTALL)}")

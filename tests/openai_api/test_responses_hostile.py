@@ -50,7 +50,7 @@ HOSTILE = [
                             {"type": "function_call_output", "call_id": "c", "output": "x"},
                             {"type": "function_call_output", "call_id": "c", "output": "y"}]}, 400, "input[3].call_id",
                  id="a-call-answered-twice"),
-    pytest.param({"input": [user("hi"), {"type": "item_reference", "id": "msg_1"}]}, 400, "input[1].type", id="item-reference"),
+    pytest.param({"input": [user("hi"), {"type": "item_reference", "id": "msg_1"}]}, 404, "input[1]", id="item-reference-to-nothing"),
     pytest.param({"input": "hi", "max_output_tokens": 10**300}, 400, "max_output_tokens", id="max-output-tokens-of-300-digits"),
     pytest.param({"input": "hi", "stream": "yes"}, 400, "stream", id="stream-not-a-boolean"),
     pytest.param({"input": "hi", "prompt_cache_key": "k" * 100_000}, 400, "prompt_cache_key", id="huge-cache-key"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -290,6 +291,40 @@ async def test_a_restart_mid_answer_ends_the_stored_events_with_one_interrupted_
             assert [e.name for e in rest.events].count("error") == 1
             assert ids(rest) == list(range(1, len(rest.events) + 1))
             after.wait_for_record("chat_resumable_interrupted", since=mark)
+            assert not after.crash_lines() and not before.crash_lines()
+        finally:
+            after.stop()
+    finally:
+        shutil.rmtree(state, ignore_errors=True)
+
+
+async def test_after_a_restart_the_live_reader_and_a_reader_resuming_from_each_id_it_had_get_one_terminal_last(runtime_pool, http):
+    # The live reader leaves the moment it has the last event sent before the model fell
+    # silent, and the runtime stops at once: an event it was handed before storage held it
+    # durably would be lost, and the `interrupted` terminal would then take its id (issue 40:
+    # a reader resuming from that id got nothing at all). Readers are handed only durable events.
+    state = tempfile.mkdtemp(prefix="resume-restart-", dir=ROOT / ".dev")
+    pieces = [f" piece {n}" for n in range(40)]
+    options = replace(scripted_options([native_frame(piece) for piece in pieces] + [hang()]), persist_to=state)
+    try:
+        before = LocalRuntime(options).start()
+        try:
+            live = await chat(http, before.url, RESUMABLE, leave_after_events=1 + len(pieces))
+        finally:
+            before.stop()
+        had = ids(live)
+        assert had == list(range(1, len(pieces) + 2)) and live.text == "".join(pieces)
+        after = LocalRuntime(options).start()
+        try:
+            for last_id in [None, *map(str, had)]:
+                rest = await resume(http, after, stream_path(live), last_id)
+                assert rest.status == 200, (last_id, rest.status)
+                names = [event.name for event in rest.events]
+                assert names.count("error") == 1 and names[-1] == "error" and rest.terminal.data["code"] == "interrupted", (last_id, names)
+                assert int(rest.terminal.id) > had[-1], "the terminal's id is past every id a reader was given"
+                start = 0 if last_id is None else int(last_id)
+                kept = [event for event in rest.events if event.name == "delta"]
+                assert [e.data["text"] for e in kept] == [e.data["text"] for e in live.events[start:] if e.name == "delta"], last_id
             assert not after.crash_lines() and not before.crash_lines()
         finally:
             after.stop()

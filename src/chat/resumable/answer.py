@@ -106,12 +106,16 @@ SEND, WAIT, END = ReaderStep(action="send"), ReaderStep(action="wait"), ReaderSt
 
 class Answer:
     """The state of one object's answer. `row` is what storage holds (None: nothing);
-    `last_id` the id of its last stored event."""
+    `last_id` the id of its last event stored durably, the last a reader may be given;
+    `written_id` the id of the last one written, which storage may still lose (a restart
+    before its commit): the next event's id follows it. `terminal_stored`: the last
+    event written is the answer's terminal one."""
 
-    def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing) -> None:
+    def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing, terminal_stored: bool = False) -> None:
         self.row = row
         self.last_id = last_id
-        self.terminal_stored = False  # the last event stored is the answer's terminal one
+        self.written_id = last_id
+        self.terminal_stored = terminal_stored
         self.timing = timing
         self.producing = False  # this instance is making the answer (a restart loses that)
         self.readers = 0
@@ -133,7 +137,7 @@ class Answer:
         self.row = AnswerRow(kind=kind, request_id=request_id, serial=self._last_serial, live=True, head=head,
                              background=background, owner=owner)
         self.began = mono
-        self.last_id = 0
+        self.last_id = self.written_id = 0
         self.terminal_stored = False
         self.producing = True
         # Until its first reader attaches: at once, for the request that began it.
@@ -142,10 +146,14 @@ class Answer:
         self.alarm_at = now + self.timing.grace_s
         return self.row
 
-    def stored(self, last_id: int, *, terminal: bool = False) -> None:
-        """Events up to `last_id` are stored; `terminal`: the last is the terminal event."""
-        self.last_id = last_id
+    def written(self, last_id: int, *, terminal: bool = False) -> None:
+        """Events up to `last_id` are written; `terminal`: the last is the terminal event."""
+        self.written_id = last_id
         self.terminal_stored = terminal
+
+    def durable(self, last_id: int) -> None:
+        """Events up to `last_id` are durable: readers may have them."""
+        self.last_id = max(self.last_id, min(last_id, self.written_id))
 
     @property
     def unterminated(self) -> bool:
@@ -195,7 +203,8 @@ class Answer:
         if self.row is not None:
             self._expired_through = self.row.serial
         self.row = None
-        self.last_id = 0
+        self.last_id = self.written_id = 0
+        self.terminal_stored = False
         self.producing = False
         self.alarm_at = None
 

@@ -65,6 +65,7 @@ class ChatStream(DurableObject):
         # reached that with a timeout per wait).
         self._feed = Feed(self._store)
         self._starting = asyncio.Lock()  # one start at a time: turns of one UI chat may race
+        self._durable: asyncio.Future[None] | None = None  # the last step waiting for storage (_durably)
 
     # --- the Worker's calls (RPC; chat.resumable.protocol) ------------------------------
 
@@ -86,15 +87,15 @@ class ChatStream(DurableObject):
 
     async def describe_response(self, owner: Any) -> Any:
         """The Response object as it stands (200, JSON), or a Failure."""
-        return await self._answering(lambda: self._described(self._response_of(owner)))
+        return await self._answering(lambda: self._for_owner(owner, self._described))
 
     async def cancel_response(self, owner: Any) -> Any:
         """Stops a background response (its terminal stored first); its Response object."""
-        return await self._answering(lambda: self._cancel(self._response_of(owner)))
+        return await self._answering(lambda: self._for_owner(owner, self._cancel))
 
     async def delete_response(self, owner: Any) -> Any:
         """Stops the response if it is being made, and deletes it."""
-        return await self._answering(lambda: self._delete(self._response_of(owner)))
+        return await self._answering(lambda: self._for_owner(owner, self._delete))
 
     async def response_history(self, owner: Any) -> Any:
         """What a `previous_response_id` continues from: the stored input items and the
@@ -104,11 +105,11 @@ class ChatStream(DurableObject):
     async def response_items(self, owner: Any, places: Any) -> Any:
         """The items at `places` (JSON: a list of chat.api.stored_items places) of an ended
         stored response, each with its id or null where it has none (JSON), or a Failure."""
-        return await self._answering(lambda: self._items(self._response_of(owner), places))
+        return await self._answering(lambda: self._for_owner(owner, lambda answer: self._items(answer, places)))
 
     async def response_input_items(self, owner: Any, query: Any) -> Any:
         """A page of the stored response's input items (JSON, OpenAI's list), or a Failure."""
-        return await self._answering(lambda: self._input_page(self._response_of(owner), query))
+        return await self._answering(lambda: self._for_owner(owner, lambda answer: self._input_page(answer, query)))
 
     async def _answering(self, call: Callable[[], Awaitable[Any]]) -> Any:
         # Failures go back as values: an exception would reach the Worker as the text of
@@ -228,11 +229,47 @@ class ChatStream(DurableObject):
         self._deliver(self._state(), events)
 
     def _deliver(self, answer: Answer, events: list[StoredEvent]) -> None:
-        """Stores the answer's next `events` (one statement) and only then hands them to its readers."""
+        """Writes the answer's next `events` (one statement); its readers get them once
+        storage holds them durably, so no reader has an event a restart could lose (which
+        then the terminal of the interrupted answer could take the id of)."""
         assert answer.row is not None  # only an answer that was begun has events
         self._store.append(events)
-        answer.stored(events[-1].id, terminal=answer.row.kind.ends_with_terminal(events))
-        self._feed.stored(answer.row.serial, events)
+        answer.written(events[-1].id, terminal=answer.row.kind.ends_with_terminal(events))
+        serial = answer.row.serial
+        self._durably(answer, lambda: self._hand_out(answer, serial, events))
+
+    def _hand_out(self, answer: Answer, serial: int, events: list[StoredEvent]) -> None:
+        answer.durable(events[-1].id)
+        self._feed.stored(serial, events)
+
+    def _durably(self, answer: Answer, step: Callable[[], None]) -> None:
+        """Runs `step` once every write made so far is durable (storage.sync(): workerd's
+        output gate does not hold back what a reader's stream sends, 2026-12-03), after the
+        steps before it, and only while the answer it was for is still the one stored."""
+        serial = answer.row.serial if answer.row is not None else None
+        previous = self._durable
+
+        async def run() -> None:
+            if previous is not None:
+                await previous  # never raises: each step catches its own
+            try:
+                await self.ctx.storage.sync()
+                if answer.row is not None and answer.row.serial == serial:
+                    step()
+            except Exception as problem:  # noqa: BLE001 - storage is failing: its readers are cut, not left waiting
+                log("chat_resumable_store_failed", request_id=answer.row.request_id if answer.row else None,
+                    detail=type(problem).__name__)
+                if answer.row is not None and answer.row.serial == serial:
+                    answer.expire()
+                    self._feed.restart()
+
+        self._durable = asyncio.ensure_future(run())
+        self._keep_alive(self._durable)
+
+    async def _settled(self) -> None:
+        """Returns once every step waiting for storage so far has run."""
+        if self._durable is not None:
+            await self._durable
 
     def _ended(self, relay: StreamRelay) -> None:
         if self._relay is not relay:
@@ -244,10 +281,13 @@ class ChatStream(DurableObject):
             assert answer.row is not None  # (unterminated says so)
             log("chat_resumable_unterminated", request_id=answer.row.request_id, events=answer.last_id)
             self._store_terminal(answer, answer.row, "internal_error")
-        self._end_row()
+        self._durably(answer, self._end_row)
 
     def _end_row(self) -> None:
+        """The answer ended: its terminal event is durable (its step came after the terminal's)."""
         answer = self._state()
+        if answer.row is None or not answer.row.live:
+            return  # ended already (an interrupted answer read twice before its end was durable)
         row = answer.ended(now=time.time())
         self._store.end(row)
         events, storage_bytes = self._store.size()
@@ -261,11 +301,12 @@ class ChatStream(DurableObject):
     def _interrupt(self, answer: Answer) -> None:
         """Stored events with no producer: this instance started after the one that was
         making the answer (eviction, deploy, restart). One terminal `error` ends it."""
-        if answer.row is None:
+        if answer.row is None or not answer.row.live:
             return
-        log("chat_resumable_interrupted", request_id=answer.row.request_id, events=answer.last_id)
-        self._store_terminal(answer, answer.row, "interrupted")
-        self._end_row()
+        if not answer.terminal_stored:  # else a restart came between its terminal and its end
+            log("chat_resumable_interrupted", request_id=answer.row.request_id, events=answer.written_id)
+            self._store_terminal(answer, answer.row, "interrupted")
+        self._durably(answer, self._end_row)
 
     def _storing_failed(self, relay: StreamRelay, problem: Exception) -> None:
         """The answer's output could not be stored (a bug of ours): it ends here, with one
@@ -286,10 +327,10 @@ class ChatStream(DurableObject):
                 answer.expire()
                 self._feed.restart()
                 return
-            self._end_row()
+            self._durably(answer, self._end_row)
 
     def _store_terminal(self, answer: Answer, row: AnswerRow, code: str) -> None:
-        self._deliver(answer, row.kind.cut(code, request_id=row.request_id, after=answer.last_id, head=row.head))
+        self._deliver(answer, row.kind.cut(code, request_id=row.request_id, after=answer.written_id, head=row.head))
 
     async def _stop_request(self) -> Any:
         answer = self._state()
@@ -313,6 +354,7 @@ class ChatStream(DurableObject):
     async def _stop_relay(self, relay: StreamRelay, code: str) -> None:
         relay.stop(code)
         await asyncio.wait({relay.settled, self._relay_ended}, timeout=STOP_WAIT_S, return_when=asyncio.ALL_COMPLETED)
+        await self._settled()  # its terminal is durable and the answer ended
 
     # --- readers -----------------------------------------------------------------------
 
@@ -324,6 +366,7 @@ class ChatStream(DurableObject):
             raise ApiError("response_not_found" if responses else "stream_not_found")
         if answer.orphaned and not order.active_only:
             self._interrupt(answer)
+            await self._settled()
         decision = answer.read(order.after, active_only=order.active_only)
         if decision is Read.NO_CONTENT:
             return ffi.json_response(204)
@@ -346,7 +389,7 @@ class ChatStream(DurableObject):
 
     # --- stored responses -------------------------------------------------------------
 
-    def _response_of(self, owner: Any) -> Answer:
+    async def _response_of(self, owner: Any) -> Answer:
         """The answer, when it is a stored response `owner` may touch (an interrupted one
         ended first); else ApiError response_not_found."""
         answer = self._state()
@@ -354,7 +397,11 @@ class ChatStream(DurableObject):
             raise ApiError("response_not_found")
         if answer.orphaned:
             self._interrupt(answer)
+            await self._settled()
         return answer
+
+    async def _for_owner(self, owner: Any, then: Callable[[Answer], Awaitable[Any]]) -> Any:
+        return await then(await self._response_of(owner))
 
     async def _described(self, answer: Answer) -> Any:
         return ffi.response(self._object_text(answer), 200, {"content-type": "application/json"})
@@ -396,7 +443,7 @@ class ChatStream(DurableObject):
 
     async def _history(self, owner: Any) -> Any:
         try:
-            answer = self._response_of(owner)
+            answer = await self._response_of(owner)
         except ApiError:
             raise ApiError("previous_response_not_found", param="previous_response_id") from None
         if answer.row is not None and answer.row.live:
@@ -438,7 +485,10 @@ class ChatStream(DurableObject):
             row, last_id = self._store.load()
             timing = Timing(grace_s=config.resume_grace_ms / 1000, ttl_s=config.resume_ttl_s,
                             ping_s=config.ping_interval_ms / 1000)
-            self._answer = Answer(row, last_id=last_id, timing=timing)
+            # A live answer whose terminal is stored was cut between its terminal and its end.
+            last = self._store.last_event() if row is not None and row.live else None
+            ended = row is not None and last is not None and row.kind.ends_with_terminal([last])
+            self._answer = Answer(row, last_id=last_id, timing=timing, terminal_stored=ended)
         return self._answer
 
     def _config(self) -> Config:

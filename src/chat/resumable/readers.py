@@ -53,9 +53,10 @@ class Feed:
             if not reader.ping():
                 self.unfollow(reader)
 
-    def page_after(self, cursor: int) -> list[StoredEvent]:
+    def page_after(self, cursor: int, until: int) -> list[StoredEvent]:
+        """The page after event `cursor`, of the events up to `until` (the last durable one)."""
         page = self._tail.page_after(cursor)
-        return page if page is not None else self._store.events_after(cursor)
+        return page if page is not None else self._store.events_after(cursor, until)
 
     async def follow(self, reader: Reader) -> None:
         """Returns when `reader` stops following: it fell behind, sent its answer's
@@ -101,7 +102,7 @@ class Reader:
             while True:
                 step = self._answer.reader_step(self._row.serial, self._cursor, has_terminal=self._has_terminal)
                 if step.action == "send":
-                    events = self._feed.page_after(self._cursor)
+                    events = self._feed.page_after(self._cursor, self._answer.last_id)
                     if not events:  # storage and state disagree: never spin, never end silently
                         return self._end(controller, "internal_error")
                     self._sent(events)

@@ -134,12 +134,12 @@ class AnswerStore:
         events = int(self._sql.exec("SELECT count(*) AS n FROM events").one().n)
         return events, int(self._sql.databaseSize)
 
-    def events_after(self, after: int) -> list[StoredEvent]:
+    def events_after(self, after: int, until: int) -> list[StoredEvent]:
         # Rows are taken one at a time from the cursor, so a page stops at PAGE_CHARS of
         # data (an event can be 256 Ki characters) without reading the rest.
         events: list[StoredEvent] = []
         chars = 0
-        cursor = self._sql.exec("SELECT id, type, data FROM events WHERE id > ? ORDER BY id LIMIT ?", after, PAGE_SIZE)
+        cursor = self._sql.exec("SELECT id, type, data FROM events WHERE id > ? AND id <= ? ORDER BY id LIMIT ?", after, until, PAGE_SIZE)
         while chars < PAGE_CHARS:
             step = cursor.next()
             if step.done:

@@ -6,9 +6,10 @@ Routes and behaviour live in the `chat` package; the byte-level stream logic in 
 from workers import WorkerEntrypoint
 
 from chat.app.handlers import handle
+from chat.conversation.durable_object import Conversation
 from chat.resumable.durable_object import ChatStream
 
-__all__ = ["ChatStream", "Default"]  # the Durable Object class is exported from the main module
+__all__ = ["ChatStream", "Conversation", "Default"]  # the Durable Object classes are exported from the main module
 
 
 class Default(WorkerEntrypoint):

@@ -46,6 +46,7 @@ ERROR_CODES: Mapping[str, ErrorCode] = _table(
     ErrorCode(code="stream_not_found", status=404, message="There is no answer with this id, or it has expired."),
     ErrorCode(code="response_not_found", status=404, message="There is no stored response with this id, or it has expired."),
     ErrorCode(code="item_not_found", status=404, message="There is no stored item with this id, or it has expired."),
+    ErrorCode(code="conversation_not_found", status=404, message="There is no conversation with this id, or it has expired."),
     ErrorCode(code="method_not_allowed", status=405, message="This method is not allowed here."),
     ErrorCode(code="payload_too_large", status=413, message="The request body is too large."),
     ErrorCode(code="unsupported_media_type", status=415, message="Send the request body as application/json."),

@@ -157,7 +157,7 @@ def test_a_turn_too_large_for_the_named_model_is_refused_with_its_bounds():
     ({"input": "hi", "previous_response_id": "resp_1"}, "previous_response_not_found", "previous_response_id"),
     ({"input": "hi", "background": True, "store": False}, "invalid_request", "background"),
     ({"input": "hi", "background": "yes"}, "invalid_request", "background"),
-    ({"input": "hi", "conversation": "conv_1"}, "invalid_request", "conversation"),
+    ({"input": "hi", "conversation": "conv_1"}, "conversation_not_found", "conversation"),  # resolved before: one left was not found
     ({"input": "hi", "prompt": {"id": "p"}}, "invalid_request", "prompt"),
     ({"input": "hi", "truncation": "auto"}, "invalid_request", "truncation"),
     ({"input": "hi", "store": "yes"}, "invalid_request", "store"),

@@ -68,6 +68,7 @@ async def test_a_stored_response_is_its_tokens_and_nobody_elses_after_the_token_
         try:
             created = await sdk(first, api_key=TOKEN).responses.create(model=MODEL, input="hi", store=True)
             assert (await sdk(first, api_key=TOKEN).responses.retrieve(created.id)).status == "completed"
+            conversation = await sdk(first, api_key=TOKEN).conversations.create(items=[{"role": "user", "content": "hi"}])
         finally:
             first.stop()
         rotated = LocalRuntime(RuntimeOptions(ai_pace=0, variables=(("AUTH_TOKEN", TOKEN + "-rotated"),), persist_to=state)).start()
@@ -82,6 +83,19 @@ async def test_a_stored_response_is_its_tokens_and_nobody_elses_after_the_token_
             answer = await http.get(f"{rotated.url}/v1/responses/{created.id}?stream=true",
                                     headers={"authorization": f"Bearer {TOKEN}-rotated"})
             assert answer.status_code == 404
+            # Its items and input items, and the conversation made with the old token, likewise (issue 40).
+            with pytest.raises(openai.NotFoundError) as missing:
+                await client.responses.create(model=MODEL, input=[{"role": "user", "content": "more"},
+                                                                   {"type": "item_reference", "id": created.output[0].id}])
+            assert (missing.value.code, missing.value.param) == ("item_not_found", "input[1]")
+            with pytest.raises(openai.NotFoundError):
+                await client.responses.input_items.list(created.id)
+            for conversation_call in (client.conversations.retrieve, client.conversations.delete, client.conversations.items.list):
+                with pytest.raises(openai.NotFoundError):
+                    await conversation_call(conversation.id)
+            with pytest.raises(openai.NotFoundError) as missing:
+                await client.responses.create(model=MODEL, input="more", conversation=conversation.id)
+            assert missing.value.code == "conversation_not_found"
         finally:
             rotated.stop()
     finally:

@@ -66,7 +66,7 @@ class ResponsesRequest:
     reasoning_summary: bool  # the client asked for a summary of the reasoning
     store: bool  # kept for RESUME_TTL_S (chat.resumable), readable by its id
     background: bool  # runs without its client (stored)
-    input_items: list[Any]  # the input as it was read (`_kept_items`): what a stored response keeps for a previous_response_id
+    input_items: list[Any]  # the input as it was read (`kept_items`): what a stored response keeps for a previous_response_id
 
 
 def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
@@ -115,7 +115,7 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
     # (the SDKs validate it), and the tools as the model was offered them.
     echo = {
         "instructions": payload.get("instructions"), "max_output_tokens": payload.get("max_output_tokens"),
-        "metadata": _metadata(payload.get("metadata")), "parallel_tool_calls": turn.tool_inputs.get("parallel_tool_calls", True),
+        "metadata": checked_metadata(payload.get("metadata")), "parallel_tool_calls": turn.tool_inputs.get("parallel_tool_calls", True),
         "temperature": turn.temperature, "top_p": top_p, "tool_choice": _echoed_choice(turn.tool_inputs.get("tool_choice"), names),
         "tools": _echoed_tools(turn.tool_inputs.get("tools", []), names, namespaces),
         "text": {"format": {"type": "text"} if turn.output is None else _echoed_format(turn.output)},
@@ -134,15 +134,17 @@ def validate_responses(payload: Any, config: Config) -> ResponsesRequest:
                                   f"bytes at most; this request's take {head}. Send it with store: false.", param="store")
     return ResponsesRequest(turn=turn, stream=stream, obfuscation=flag(options, "include_obfuscation", "stream_options.", default=True),
                             echo=echo, names=names, reasoning_summary=summary, store=store, background=background,
-                            input_items=_kept_items(payload["input"]))
+                            input_items=kept_items(payload["input"]))
 
 
 def _refuse_what_cannot_be_honoured(payload: dict[str, Any]) -> None:
     if payload.get("previous_response_id") is not None:
         # The Worker resolves it first (`continued`): one left here was never looked up.
         raise ApiError("previous_response_not_found", param="previous_response_id")
+    if payload.get("conversation") is not None:
+        # Likewise (chat.resumable.client.with_stored_items).
+        raise ApiError("conversation_not_found", param="conversation")
     for field, reason in (
-        ("conversation", "conversations are not kept here; send the whole conversation in input, or use previous_response_id"),
         ("prompt", "prompt templates are not kept here; send instructions and input"),
     ):
         value = payload.get(field)
@@ -474,7 +476,7 @@ def _summary(reasoning: Mapping[str, Any] | None) -> bool:
     return value is not None
 
 
-def _metadata(value: Any) -> dict[str, str] | None:
+def checked_metadata(value: Any) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, dict) or len(value) > MAX_METADATA_PAIRS:
@@ -512,12 +514,27 @@ def continued(payload: dict[str, Any], history: Mapping[str, Any]) -> dict[str, 
     items, then its output items that ended whole (a message, a call; reasoning is left out
     as in any input, and an item a cut fell in is not history), then this request's input.
     Its `instructions` are not carried over, as on OpenAI's API."""
-    earlier = [item for item in history["response"].get("output") or []
-               if isinstance(item, dict) and item.get("status") == "completed" and item.get("type") in ("message", "function_call")]
+    earlier = finished_output(history["response"])
     merged = dict(payload)
     del merged["previous_response_id"]
     if isinstance(payload.get("input"), str | list):  # anything else is refused as it was sent
         merged["input"] = [*history["input"], *earlier, *_input_items(payload["input"])]
+    return merged
+
+
+def finished_output(response: Mapping[str, Any]) -> list[Any]:
+    """A Response object's output items that ended whole and that a later turn takes as
+    history: messages and calls (reasoning is left out as in any input, and an item a cut
+    fell in is not history)."""
+    return [item for item in response.get("output") or []
+            if isinstance(item, dict) and item.get("status") == "completed" and item.get("type") in ("message", "function_call")]
+
+
+def with_input_before(payload: dict[str, Any], items: list[Any], field: str) -> dict[str, Any]:
+    """`payload` without `field`, its input after `items` (an absent input is none)."""
+    merged = {key: value for key, value in payload.items() if key != field}
+    if payload.get("input") is None or isinstance(payload.get("input"), str | list):  # anything else is refused as it was sent
+        merged["input"] = [*items, *_input_items(payload.get("input"))]
     return merged
 
 
@@ -528,6 +545,47 @@ def _input_items(items: Any) -> list[Any]:
     return list(items) if isinstance(items, list) else []
 
 
+def checked_item(item: Any, at: str, config: Config) -> dict[str, Any] | None:
+    """One input item checked on its own, as `input` checks it (a call's result need not
+    follow its call here), in the shape a stored response keeps it; None for one that
+    keeps nothing (a system message of nothing but space). A `reasoning` item keeps its
+    text parts only. Raises ApiError 400 naming `at`. For items kept apart from any
+    request, as a conversation's (chat.api.conversations)."""
+    if not isinstance(item, dict):
+        raise invalid_request(f"{at} must be an object.", param=at)
+    kind = item.get("type", "message")
+    if kind == "message":
+        _message(item, at, config)
+    elif kind == "function_call":
+        tool_checks.checked_identifier(item.get("call_id"), f"{at}.call_id")
+        tool_checks.checked_identifier(item.get("name"), f"{at}.name")
+        if item.get("namespace") is not None:
+            tool_checks.checked_identifier(item["namespace"], f"{at}.namespace")
+        tool_checks.checked_arguments(item.get("arguments"), f"{at}.arguments")
+    elif kind == "function_call_output":
+        tool_checks.checked_identifier(item.get("call_id"), f"{at}.call_id")
+        _output_text(item.get("output"), f"{at}.output")
+    elif kind == "reasoning":
+        return {"type": "reasoning", **{field: _reasoning_parts(item.get(field), f"{at}.{field}") for field in ("summary", "content")}}
+    else:
+        raise invalid_request(f"{at}.type: only message, function_call, function_call_output and reasoning items are kept.",
+                              param=f"{at}.type")
+    kept = kept_items([{**item, "type": kind}])
+    return kept[0] if kept else None
+
+
+def _reasoning_parts(parts: Any, at: str) -> list[dict[str, str]]:
+    if parts is None:
+        return []
+    if not isinstance(parts, list) or not all(isinstance(part, dict) and isinstance(part.get("text"), str)
+                                              and part.get("type", "summary_text") in _REASONING_PARTS for part in parts):
+        raise invalid_request(f"{at} must be a list of summary_text or reasoning_text parts with their text.", param=at)
+    return [{"type": part.get("type", "summary_text"), "text": part["text"]} for part in parts]
+
+
+_REASONING_PARTS = ("summary_text", "reasoning_text")
+
+
 # What a stored response keeps of its (checked) input: what the model was sent of it, and
 # no more. The rest (a `reasoning` item's encrypted content, a system message left out,
 # fields a part of its type does not have, arguments sent as "{}") is never read and not
@@ -536,7 +594,7 @@ def _input_items(items: Any) -> list[Any]:
 _PART_FIELD = {"input_text": "text", "output_text": "text", "refusal": "refusal", "input_image": "image_url"}
 
 
-def _kept_items(items: Any) -> list[dict[str, Any]]:
+def kept_items(items: Any) -> list[dict[str, Any]]:
     kept: list[dict[str, Any]] = []
     for item in _input_items(items):
         kind = item.get("type", "message")

@@ -108,10 +108,15 @@ def stored_item(place: Any, *, key: str, inputs: list[Any], output: list[Any]) -
 
 
 def listed_input(item: Mapping[str, Any], key: str, index: int) -> dict[str, Any]:
-    """An input item as kept (chat.api.responses), in the shape OpenAI lists it: with its id
-    and status, a message's text as a part."""
+    """Input item `index` of a stored response as kept (chat.api.responses), in the shape
+    OpenAI lists it: with its id and status, a message's text as a part."""
+    return listed(item, f"{ITEM_PREFIXES.get(item.get('type', 'message'), 'msg')}_{key}_i{index}")
+
+
+def listed(item: Mapping[str, Any], item_id: str) -> dict[str, Any]:
+    """An item as kept, with the id `item_id`, in the shape OpenAI lists it."""
     kind = item.get("type", "message")
-    listed = {"id": f"{ITEM_PREFIXES.get(kind, 'msg')}_{key}_i{index}", **item, "type": kind, "status": "completed"}
+    listed = {**item, "id": item_id, "type": kind, "status": "completed"}
     if kind == "message" and isinstance(item.get("content"), str):
         part = "output_text" if item.get("role") == "assistant" else "input_text"
         listed["content"] = [{"type": part, "text": item["content"]}]

@@ -12,12 +12,22 @@ from typing import Any, TypeVar
 
 from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
+from chat.api.conversations import (
+    CONVERSATION_PREFIX,
+    ConversationTurn,
+    checked_conversation,
+    checked_items,
+    checked_update,
+    conversation_key,
+    item_number,
+)
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
 from chat.api.responses import ResponsesRequest, validate_responses
 from chat.api.stored_items import PageQuery
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
+from chat.conversation import client as conversations
 from chat.logs import log
 from chat.model.call import model_call
 from chat.output.check import answer_check
@@ -47,6 +57,7 @@ from sse import (
     ResponsesEncoder,
     SSEEncoder,
     UIMessageStreamEncoder,
+    portable_json,
 )
 
 Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
@@ -188,10 +199,22 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
 async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
     owner = _owner(admitted)
-    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn,
-                               prepare=lambda payload: resumable.with_stored_items(edge.env, payload, owner, config))
+    turns: list[ConversationTurn] = []
+
+    async def with_stored_items(payload: Any) -> Any:
+        merged, turn = await resumable.with_stored_items(edge.env, payload, owner, config)
+        turns.extend([turn] if turn is not None else [])
+        return merged
+
+    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn, prepare=with_stored_items)
+    conversation = turns[0] if turns else None
+    if conversation is not None:
+        if not request.store:
+            raise ApiError("invalid_request", "store: a response of a conversation is stored with it; store must not be false "
+                           "(and its instructions, tools and metadata must fit what a stored response keeps).", param="store")
+        request = replace(request, echo={**request.echo, "conversation": {"id": CONVERSATION_PREFIX + conversation.key}})
     if request.store:
-        return await _stored_response(edge, exchange, admitted, request, owner)
+        return await _stored_response(edge, exchange, admitted, request, owner, conversation)
     encoder = ResponsesEncoder(created_at=int(time.time()), response=request.echo, streamed=request.stream, names=request.names,
                                max_tokens=request.turn.max_tokens, reasoning_summary=request.reasoning_summary)
     if request.stream:
@@ -200,14 +223,15 @@ async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted)
     return await _collected(edge, exchange, admitted, request.turn, encoder)
 
 
-async def _stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted, request: ResponsesRequest, owner: str) -> Reply:
+async def _stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted, request: ResponsesRequest, owner: str,
+                           conversation: ConversationTurn | None) -> Reply:
     """A response kept in its own Durable Object: streamed from it, read whole from it, or,
     in the background and not streamed, its head at once."""
     turn = request.turn
     call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name,
                       client=_client(exchange, admitted).value)
     first = await resumable.start_response(edge.env, request, call, request_id=exchange.request_id, created_at=int(time.time()),
-                                           owner=owner)
+                                           owner=owner, conversation=conversation)
     if request.stream:
         return exchange.reply(first.body, 200, ReaderFormat.RESPONSES.headers)
     if request.background:
@@ -241,6 +265,58 @@ async def openai_response_input_items(edge: JsEdge, exchange: Exchange, admitted
     query = PageQuery.of(http.query_of(exchange.request.url))
     listed = await resumable.response_input_items(edge.env, admitted.key or "", query, _owner(admitted))
     return exchange.reply(listed, 200, {"content-type": http.JSON_TYPE})
+
+
+# --- conversations (chat.conversation) -----------------------------------------------------------
+
+
+async def openai_conversations(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """POST: a new conversation, with its first items."""
+    new = await _read_json(edge, admitted.config, lambda payload: checked_conversation(payload, admitted.config))
+    created = await conversations.create(edge.env, new, _owner(admitted), created_at=int(time.time()))
+    return exchange.reply(created, 200, {"content-type": http.JSON_TYPE})
+
+
+async def openai_conversation(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """GET: the conversation; POST: its new metadata; DELETE: remove it."""
+    method, owner, conversation_id = exchange.request.method, _owner(admitted), admitted.key or ""
+    if method == "POST":
+        metadata = await _read_json(edge, admitted.config, checked_update)
+        answer = await conversations.call(edge.env, conversation_id, "update", owner, portable_json(metadata))
+    else:
+        answer = await conversations.call(edge.env, conversation_id, "remove" if method == "DELETE" else "describe", owner)
+    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
+
+
+async def openai_conversation_items(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """GET: a page of the conversation's items; POST: more of them."""
+    owner, conversation_id = _owner(admitted), admitted.key or ""
+    if exchange.request.method == "POST":
+        items = await _read_json(edge, admitted.config, lambda payload: checked_items(
+            payload.get("items") if isinstance(payload, dict) else None, admitted.config))
+        answer = await conversations.call(edge.env, conversation_id, "add_items", owner, portable_json(items))
+    else:
+        answer = await conversations.items_page(edge.env, conversation_id, PageQuery.of(http.query_of(exchange.request.url)), owner)
+    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
+
+
+async def openai_conversation_item(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    """GET: one item of the conversation; DELETE: remove it (OpenAI answers the conversation)."""
+    conversation_id, item = admitted.key or "", admitted.item or ""
+    number = item_number(item, conversation_key(conversation_id) or "")
+    if number is None:
+        conversations.stub(edge.env, conversation_id)  # a conversation that is none is its 404 first
+        raise ApiError("item_not_found", "Item not found in this conversation.")
+    method = "delete_item" if exchange.request.method == "DELETE" else "get_item"
+    answer = await conversations.call(edge.env, conversation_id, method, _owner(admitted), number)
+    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
+
+
+async def _read_json(edge: JsEdge, config: Config, check: Callable[[Any], Checked]) -> Checked:
+    """A JSON body of at most the body limit (images and all), checked by `check`."""
+    if not is_json_media_type(edge.request.header("content-type")):
+        raise ApiError("unsupported_media_type")
+    return check(parse_json_body(await edge.read_body(config.body_limit + MAX_IMAGE_TEXT_BYTES)))
 
 
 async def openai_cancel_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

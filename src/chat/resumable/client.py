@@ -6,18 +6,19 @@ only ever hears from the Worker, through the binding, by the RPC calls of `proto
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
 from typing import Any
 
+from chat.api.conversations import CONVERSATION_PREFIX, ConversationTurn, conversation_param
 from chat.api.images import MAX_IMAGE_TEXT_BYTES
-from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, stored_response_key
+from chat.api.responses import STORED_ID_PREFIX, ResponsesRequest, continued, kept_items, stored_response_key, with_input_before
 from chat.api.stored_items import PageQuery, Reference, by_object, item_not_found, references, resolved
 from chat.api.validation import is_chat_id
 from chat.config import Config
+from chat.conversation import client as conversations
 from chat.model.call import ModelCall
 from chat.platform.ffi import JsException
 from chat.resumable.formats import FinalResponse, ReaderFormat
-from chat.resumable.protocol import Failure, ReadOrder, ResponseOrder, StartOrder, images_by_reference
+from chat.resumable.protocol import ReadOrder, ResponseOrder, StartOrder, images_by_reference, received
 from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
@@ -35,7 +36,7 @@ async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, f
         object_id = _chat_object(namespace, turn.chat_id)
         stream_id = None
     order = StartOrder(request_id=request_id, format=format, call=call, stream_id=stream_id, message_id=turn.continues_message)
-    response = await _received(namespace.get(object_id).begin_answer(order.sent("messages")))
+    response = await received(namespace.get(object_id).begin_answer(order.sent("messages")))
     return response.body, format.headers
 
 
@@ -63,14 +64,14 @@ async def read(env: Any, target: tuple[str, str], *, last_event_id: str | None, 
                 raise ApiError("invalid_last_event_id") from None
         order = ReadOrder(after=after, format=ReaderFormat.negotiated(accept))
         stub = namespace.get(_object_id(namespace, key))
-    response = await _received(stub.read_answer(order.after, order.format.value, order.active_only, "", peek))
+    response = await received(stub.read_answer(order.after, order.format.value, order.active_only, "", peek))
     # 204: the reader has every event of a finished answer (an EventSource stops there).
     return None if response.status == 204 else (None if peek else response.body, order.format.headers)
 
 
 async def stop(env: Any, key: str) -> None:
     namespace = env.CHAT_STREAMS
-    await _received(namespace.get(_object_id(namespace, key)).stop_answer())
+    await received(namespace.get(_object_id(namespace, key)).stop_answer())
 
 
 # --- stored responses of /v1/responses ----------------------------------------------------------
@@ -80,7 +81,7 @@ async def stop(env: Any, key: str) -> None:
 
 
 async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *, request_id: str, created_at: int,
-                         owner: str) -> Any:
+                         owner: str, conversation: ConversationTurn | None = None) -> Any:
     """Starts a stored response in a new object; the JS Response of its first reader
     (the event stream) or, for a background response not streamed, of its head (JSON)."""
     namespace = env.CHAT_STREAMS
@@ -90,28 +91,42 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
         names=dict(request.names), reasoning_summary=request.reasoning_summary, obfuscation=request.obfuscation,
         background=request.background, reader=request.stream or not request.background, owner=owner,
         input=images_by_reference(request.input_items, call.inputs["messages"]),
+        conversation=None if conversation is None else conversation.key, own_from=0 if conversation is None else conversation.own_from,
     )
     order = StartOrder(request_id=request_id, format=ReaderFormat.RESPONSES, call=call, response=stored)
-    return await _received(namespace.get(object_id).begin_answer(order.sent("input")))
+    return await received(namespace.get(object_id).begin_answer(order.sent("input")))
 
 
-async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) -> Any:
-    """`payload` with what it takes from stored responses put in its `input`: each
+async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) -> tuple[Any, ConversationTurn | None]:
+    """`payload` with what it takes from what is stored put in its `input`: each
     `item_reference`'s item (chat.api.stored_items), then a `previous_response_id`'s
-    history (chat.api.responses.continued). Raises ApiError: 404 item_not_found naming
+    history (chat.api.responses.continued) or a `conversation`'s items; and the
+    conversation the response is a turn of. Raises ApiError: 404 item_not_found naming
     `input[i]` for an item that is not stored, expired or not this client's; 400
-    previous_response_not_found likewise for a previous response; 400 for items
-    referenced that take more than the body may."""
+    previous_response_not_found likewise for a previous response, 404
+    conversation_not_found for a conversation; 400 for both of these, or for what they
+    bring when it takes more than the body may."""
     if not isinstance(payload, dict):
-        return payload
+        return payload, None
+    budget = config.body_limit + MAX_IMAGE_TEXT_BYTES
     items = payload.get("input")
     if isinstance(items, list) and (wanted := references(items)):
-        payload = {**payload, "input": await _referenced(env, items, wanted, owner, config.body_limit + MAX_IMAGE_TEXT_BYTES)}
-    if payload.get("previous_response_id") is None:
-        return payload
-    stub = _response_object(env, payload["previous_response_id"], "previous_response_not_found", param="previous_response_id")
-    history = await _received(stub.response_history(owner))
-    return continued(payload, json.loads(str(await history.text())))
+        payload = {**payload, "input": await _referenced(env, items, wanted, owner, budget)}
+    previous, conversation = payload.get("previous_response_id"), payload.get("conversation")
+    if previous is not None and conversation is not None:
+        # OpenAI's 400 for both (its code: mutually_exclusive_parameters).
+        raise ApiError("invalid_request", "Mutually exclusive parameters: send previous_response_id or conversation, not both.",
+                       param="conversation")
+    if conversation is not None:
+        key = conversation_param(conversation)
+        found = await conversations.call(env, CONVERSATION_PREFIX + key, "turn_items", owner, budget)
+        earlier = json.loads(found or "[]")
+        return with_input_before(payload, earlier, "conversation"), ConversationTurn(key=key, own_from=len(kept_items(earlier)))
+    if previous is None:
+        return payload, None
+    stub = _response_object(env, previous, "previous_response_not_found", param="previous_response_id")
+    history = await received(stub.response_history(owner))
+    return continued(payload, json.loads(str(await history.text()))), None
 
 
 async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner: str, budget: int) -> list[Any]:
@@ -125,7 +140,7 @@ async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner
         missing = item_not_found(items[first.at].get("id"), f"input[{first.at}]")
         try:
             stub = namespace.get(namespace.idFromString(key))
-            answer = await _received(stub.response_items(owner, json.dumps([reference.place for reference in references_there])))
+            answer = await received(stub.response_items(owner, json.dumps([reference.place for reference in references_there])))
         except JsException:
             raise missing from None  # well-formed, but not an id of this namespace
         except ApiError as error:
@@ -147,14 +162,14 @@ async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner
 async def response_input_items(env: Any, response_id: str, query: PageQuery, owner: str) -> str:
     """A page of a stored response's input items (JSON, OpenAI's list shape)."""
     stub = _response_object(env, response_id, "response_not_found")
-    listed = await _received(stub.response_input_items(owner, json.dumps(query.as_order())))
+    listed = await received(stub.response_input_items(owner, json.dumps(query.as_order())))
     return str(await listed.text())
 
 
 async def response_call(env: Any, response_id: str, method: str, owner: str) -> Any:
     """One of the object's calls for a stored response (describe, cancel, delete): its JS Response."""
     stub = _response_object(env, response_id, "response_not_found")
-    return await _received(getattr(stub, method)(owner))
+    return await received(getattr(stub, method)(owner))
 
 
 async def read_response(env: Any, response_id: str, starting_after: str | None, owner: str, *, peek: bool = False) -> Any | None:
@@ -169,7 +184,7 @@ async def read_response(env: Any, response_id: str, starting_after: str | None, 
                            param="starting_after")
         after = int(text) + 1  # event ids count from 1, sequence numbers from 0
     stub = _response_object(env, response_id, "response_not_found")
-    response = await _received(stub.read_answer(after, ReaderFormat.RESPONSES.value, False, owner, peek))
+    response = await received(stub.read_answer(after, ReaderFormat.RESPONSES.value, False, owner, peek))
     return None if response.status == 204 or peek else response.body
 
 
@@ -209,12 +224,3 @@ def _object_id(namespace: Any, stream_id: str) -> Any:
         return namespace.idFromString(stream_id)
     except JsException:
         raise malformed from None  # well-formed, but not an id of this namespace
-
-
-async def _received(call: Awaitable[Any]) -> Any:
-    """The JS Response an RPC call of the object returns; a Failure raised as its ApiError."""
-    response = await call
-    response = response.js_object if hasattr(response, "js_object") else response
-    if response.status in (200, 204):
-        return response
-    raise Failure.read(str(await response.text()))

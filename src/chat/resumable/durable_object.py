@@ -30,6 +30,7 @@ from typing import Any
 import js
 from workers import DurableObject
 
+from chat.api.responses import finished_output
 from chat.api.stored_items import PageQuery, listed_input, page, stored_item
 from chat.config import Config
 from chat.logs import log
@@ -39,7 +40,7 @@ from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
 from chat.resumable.formats import RESPONSE_TERMINALS, AnswerKind, ReaderFormat
 from chat.resumable.live import WriteBatch
-from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder, images_restored
+from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder, images_restored, received
 from chat.resumable.readers import Feed, Reader
 from chat.resumable.store import AnswerStore
 from chat.stream.lifecycle import StreamLifecycle
@@ -66,6 +67,9 @@ class ChatStream(DurableObject):
         self._feed = Feed(self._store)
         self._starting = asyncio.Lock()  # one start at a time: turns of one UI chat may race
         self._durable: asyncio.Future[None] | None = None  # the last step waiting for storage (_durably)
+        # The conversation the stored response being made is a turn of: (its object's key,
+        # the owner, the turn's own input items), appended to it before its terminal goes out.
+        self._conversation: tuple[str, str, list[Any]] | None = None
 
     # --- the Worker's calls (RPC; chat.resumable.protocol) ------------------------------
 
@@ -161,6 +165,7 @@ class ChatStream(DurableObject):
         answer.producer_lost()
         stored = order.response
         padding = config.padding
+        self._conversation = None
         if stored is None:
             encoder = order.kind.encoder(order.message_id)
             row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic())
@@ -170,7 +175,10 @@ class ChatStream(DurableObject):
             head = portable_json(encoder.head(request_id=order.request_id, model=model))
             row = answer.begin(order.kind, order.request_id, now=time.time(), mono=time.monotonic(), head=head,
                                background=stored.background, owner=stored.owner)
-            self._store.begin(row, input_text=portable_json(images_restored(stored.input, order.call.inputs["messages"])))
+            kept = images_restored(stored.input, order.call.inputs["messages"])
+            self._store.begin(row, input_text=portable_json(kept))
+            # A turn of a conversation: its own input, appended with its output at its end.
+            self._conversation = None if stored.conversation is None else (stored.conversation, stored.owner, kept[stored.own_from:])
             padding = padding if stored.obfuscation else 0
         self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=encoder,
@@ -234,18 +242,21 @@ class ChatStream(DurableObject):
         then the terminal of the interrupted answer could take the id of)."""
         assert answer.row is not None  # only an answer that was begun has events
         self._store.append(events)
-        answer.written(events[-1].id, terminal=answer.row.kind.ends_with_terminal(events))
+        terminal = answer.row.kind.ends_with_terminal(events)
+        answer.written(events[-1].id, terminal=terminal)
         serial = answer.row.serial
-        self._durably(answer, lambda: self._hand_out(answer, serial, events))
+        before = self._turn_appended(events[-1]) if terminal and self._conversation is not None else None
+        self._durably(answer, lambda: self._hand_out(answer, serial, events), before=before)
 
     def _hand_out(self, answer: Answer, serial: int, events: list[StoredEvent]) -> None:
         answer.durable(events[-1].id)
         self._feed.stored(serial, events)
 
-    def _durably(self, answer: Answer, step: Callable[[], None]) -> None:
+    def _durably(self, answer: Answer, step: Callable[[], None], *, before: Callable[[], Awaitable[None]] | None = None) -> None:
         """Runs `step` once every write made so far is durable (storage.sync(): workerd's
         output gate does not hold back what a reader's stream sends, 2026-12-03), after the
-        steps before it, and only while the answer it was for is still the one stored."""
+        steps before it (and `before`), and only while the answer it was for is still the
+        one stored."""
         serial = answer.row.serial if answer.row is not None else None
         previous = self._durable
 
@@ -254,6 +265,8 @@ class ChatStream(DurableObject):
                 await previous  # never raises: each step catches its own
             try:
                 await self.ctx.storage.sync()
+                if before is not None:
+                    await before()
                 if answer.row is not None and answer.row.serial == serial:
                     step()
             except Exception as problem:  # noqa: BLE001 - storage is failing: its readers are cut, not left waiting
@@ -265,6 +278,28 @@ class ChatStream(DurableObject):
 
         self._durable = asyncio.ensure_future(run())
         self._keep_alive(self._durable)
+
+    def _turn_appended(self, terminal: StoredEvent) -> Callable[[], Awaitable[None]] | None:
+        """For the terminal of a conversation's turn: the append of its input and finished
+        output to the conversation (a failed or cancelled turn appends nothing: its client
+        sends it again), done before a reader has the terminal, so the next turn finds it."""
+        assert self._conversation is not None
+        key, owner, own = self._conversation
+        self._conversation = None
+        if terminal.type not in ("response.completed", "response.incomplete"):
+            return None
+        # Kept as input items are: the conversation gives each an id of its own.
+        output = [{k: v for k, v in item.items() if k not in ("id", "status")} for item in finished_output(json.loads(terminal.data)["response"])]
+        items = [*own, *output]
+
+        async def append() -> None:
+            namespace = self.env.CONVERSATIONS
+            try:
+                await received(namespace.get(namespace.idFromString(key)).append_turn(owner, portable_json(items)))
+            except Exception as problem:  # noqa: BLE001 - deleted meanwhile, say: the turn is answered all the same
+                log("conversation_append_failed", detail=problem.code if isinstance(problem, ApiError) else type(problem).__name__)
+
+        return append
 
     async def _settled(self) -> None:
         """Returns once every step waiting for storage so far has run."""

@@ -17,7 +17,7 @@ Workers RPC docs list ReadableStream among the types RPC carries.)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +54,10 @@ class ResponseOrder:
     reader: bool
     owner: str
     input: list[Any]  # the input items as kept (chat.api.responses), stored as JSON by the object
+    # A response of a conversation (chat.api.conversations): the object's key, and where its
+    # own input begins; its input from there and its output are appended to it at its end.
+    conversation: str | None = None
+    own_from: int = 0
 
     def encoder(self, max_tokens: int | None) -> ResponsesEncoder:
         return ResponsesEncoder(created_at=self.created_at, response=self.echo, names=self.names, max_tokens=max_tokens,
@@ -64,18 +68,18 @@ class ResponseOrder:
         return {"response_id": self.response_id, "created_at": self.created_at, "echo": self.echo,
                 "names": {name: list(pair) for name, pair in self.names.items()}, "reasoning_summary": self.reasoning_summary,
                 "obfuscation": self.obfuscation, "background": self.background, "reader": self.reader, "owner": self.owner,
-                "input": self.input}
+                "input": self.input, "conversation": self.conversation, "own_from": self.own_from}
 
     @staticmethod
     def from_order(order: Any) -> ResponseOrder:
         names = {_text(name): (_text(pair[0]), _text(pair[1])) for name, pair in order["names"].items()}
-        created_at = order["created_at"]
-        if type(created_at) is not int or not isinstance(order["echo"], dict):
-            raise TypeError("created_at, echo")
+        created_at, own_from = order["created_at"], order.get("own_from", 0)
+        if type(created_at) is not int or not isinstance(order["echo"], dict) or type(own_from) is not int:
+            raise TypeError("created_at, echo, own_from")
         return ResponseOrder(response_id=_text(order["response_id"]), created_at=created_at, echo=order["echo"], names=names,
                              reasoning_summary=_flag(order["reasoning_summary"]), obfuscation=_flag(order["obfuscation"]),
                              background=_flag(order["background"]), reader=_flag(order["reader"]), owner=_text(order["owner"]),
-                             input=_list(order["input"]))
+                             input=_list(order["input"]), conversation=_optional_text(order.get("conversation")), own_from=own_from)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -195,6 +199,16 @@ class Failure:
         except (ValueError, KeyError, TypeError, AttributeError):
             pass
         return ApiError("internal_error")
+
+
+async def received(call: Awaitable[Any]) -> Any:
+    """The JS Response an RPC call of an object returns (duck-typed: this module touches no JS);
+    a Failure raised as its ApiError."""
+    response = await call
+    response = response.js_object if hasattr(response, "js_object") else response
+    if response.status in (200, 204):
+        return response
+    raise Failure.read(str(await response.text()))
 
 
 def _text(value: Any) -> str:

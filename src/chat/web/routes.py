@@ -19,7 +19,8 @@ from chat.web import http
 from chat.web.errors import ApiError, error_body
 from chat.web.exchange import ErrorRenderer, Exchange, Reply
 
-ID = "{id}"  # the one variable segment a path may have: a resumable answer's, a chat's or a stored response's id
+ID = "{id}"  # a variable segment: a resumable answer's, a chat's, a stored response's or a conversation's id
+ITEM = "{item}"  # a second one, after ID: an item's id in its conversation
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +77,15 @@ ROUTES: tuple[Route, ...] = (
           handler="openai_response_input_items", public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-response-cancel", path=f"/v1/responses/{ID}/cancel", methods=("POST",), handler="openai_cancel_response",
           public_var="OPENAI_API_PUBLIC"),
+    # Conversations (chat.conversation): each request that writes spends a unit, as storage is written.
+    Route(name="openai-conversations", path="/v1/conversations", methods=("POST",), handler="openai_conversations",
+          spends_budget=True, public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-conversation", path=f"/v1/conversations/{ID}", methods=("GET", "POST", "DELETE"),
+          handler="openai_conversation", public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-conversation-items", path=f"/v1/conversations/{ID}/items", methods=("GET", "POST"),
+          handler="openai_conversation_items", spends_budget=True, public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-conversation-item", path=f"/v1/conversations/{ID}/items/{ITEM}", methods=("GET", "DELETE"),
+          handler="openai_conversation_item", public_var="OPENAI_API_PUBLIC"),
     # Open: the chat page reads it, and it names only the models.
     Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models"),
 )
@@ -88,7 +98,7 @@ def surface_errors(path: str) -> ErrorRenderer:
     return openai_error_body if path.startswith(OPENAI_PREFIX) else error_body
 
 _EXACT = {route.path: route for route in ROUTES if ID not in route.path}
-_WITH_ID: list[tuple[Route, str, str]] = [(route, *route.path.partition(ID)[::2]) for route in ROUTES if ID in route.path]
+_WITH_ID: list[tuple[Route, list[str]]] = [(route, route.path.split("/")) for route in ROUTES if ID in route.path]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,17 +107,25 @@ class Match:
 
     route: Route
     key: str | None = None
+    item: str | None = None  # the second variable segment, where the route has one
 
 
 def match(path: str) -> Match | None:
     exact = _EXACT.get(path)
     if exact is not None:
         return Match(route=exact)
-    for route, prefix, suffix in _WITH_ID:
-        if path.startswith(prefix) and path.endswith(suffix) and len(path) >= len(prefix) + len(suffix):
-            key = path[len(prefix) : len(path) - len(suffix)]
-            if "/" not in key:
-                return Match(route=route, key=key)
+    segments = path.split("/")
+    for route, pattern in _WITH_ID:
+        if len(segments) != len(pattern):
+            continue
+        found: dict[str, str] = {}
+        for segment, expected in zip(segments, pattern, strict=True):
+            if expected in (ID, ITEM):  # empty too: its handler refuses it as it refuses any malformed id
+                found[expected] = segment
+            elif segment != expected:
+                break
+        else:
+            return Match(route=route, key=found[ID], item=found.get(ITEM))
     return None
 
 
@@ -125,6 +143,7 @@ class Admitted:
     config: Config
     token: str | None
     key: str | None = None
+    item: str | None = None
 
 
 def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Config]) -> Admitted | Reply:
@@ -154,7 +173,7 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
     if token is None and route.public_var is not None and not _is_public(route.public_var, config):
         raise ApiError("unauthorized", f"This API is closed: the Worker's operator has set neither the AUTH_TOKEN secret nor "
                        f'{route.public_var} = "true" in [vars].', headers={"www-authenticate": "Bearer"})
-    return Admitted(route=route, config=config, token=token, key=found.key)
+    return Admitted(route=route, config=config, token=token, key=found.key, item=found.item)
 
 
 def _is_public(variable: str, config: Config) -> bool:

@@ -1,0 +1,1 @@
+"""Conversations of /v1/conversations: their Durable Object (durable_object)."""

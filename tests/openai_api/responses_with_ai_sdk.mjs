@@ -1,10 +1,11 @@
 // Drives /v1/responses with the AI SDK's OpenAI provider, as a Node app would: `openai(id)`
 // is a Responses model. A tool loop with streamText: the model calls current_time, the SDK
 // runs it and sends the result back, and the model answers.
-// Usage: node responses_with_ai_sdk.mjs BASE_URL MODEL PROMPT [reasoning | store-false]
+// Usage: node responses_with_ai_sdk.mjs BASE_URL MODEL PROMPT [reasoning | store-false | conversation=ID]
 // With "reasoning", asks for the reasoning as docs/openai.md says (the provider sends a
 // reasoning summary only for models it knows think: forceReasoning tells it this one does);
-// with "store-false", sets the provider's `store: false`. Else the provider's defaults.
+// with "store-false", sets the provider's `store: false`; with "conversation=ID", its
+// `conversation` option. Else the provider's defaults.
 // Prints one JSON line: {"text", "reasoning", "finishReason", "steps": [{"finishReason",
 // "toolCalls", "toolResults", "text"}], "usage", "parts", "sent": [[each request's input
 // item types], ...], "stores": [each request's store, or null]} or {"error": message, "sent"}.
@@ -26,7 +27,7 @@ const openai = createOpenAI({ baseURL, apiKey: "any key works without AUTH_TOKEN
 const providerOptions = {
   reasoning: { openai: { forceReasoning: true, reasoningSummary: "auto" } },
   "store-false": { openai: { store: false } },
-}[mode] ?? {};
+}[mode] ?? (mode?.startsWith("conversation=") ? { openai: { conversation: mode.slice("conversation=".length) } } : {});
 
 const tools = {
   current_time: tool({

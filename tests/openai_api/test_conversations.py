@@ -7,13 +7,18 @@ anything reaches the model. The emulator answers with the conversation it was se
 
 from __future__ import annotations
 
+import json
+import subprocess
+
 import httpx
 import openai
 import pytest
 from agents import Agent, OpenAIConversationsSession, OpenAIResponsesModel, Runner, set_tracing_disabled
 
+from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import done_frame, scripted_options, transcript, usage_frame
 from tests.openai_api.test_openai_sdk import MODEL, sdk
+from tests.openai_api.test_responses_clients import AI_SDK_DRIVER
 
 set_tracing_disabled(True)  # the SDK would send traces to OpenAI's servers
 SCRIPTS = scripted_options([transcript(), usage_frame(3, 1), done_frame()])
@@ -98,6 +103,19 @@ async def test_an_agents_sdk_run_with_a_conversation_id_sends_only_its_new_items
     await Runner.run(agent, "My name is Ada.", conversation_id=conversation.id)
     second = await Runner.run(agent, "What is my name?", conversation_id=conversation.id)
     assert second.final_output.splitlines()[1] == "user: My name is Ada." and "user: What is my name?" in second.final_output
+
+
+async def test_the_ai_sdks_tool_loop_runs_as_turns_of_a_conversation(start_runtime):
+    runtime = start_runtime(RuntimeOptions(ai_pace=0, ai_format=None))
+    conversation = await sdk(runtime).conversations.create()
+    done = subprocess.run(["node", str(AI_SDK_DRIVER), runtime.url + "/v1", MODEL, "What is the current time in Oslo?",
+                           f"conversation={conversation.id}"], capture_output=True, text=True, timeout=60, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "error" not in result, result
+    assert result["steps"][0]["finishReason"] == "tool-calls" and "Tool result: 12:34 in " in result["text"]
+    assert "item_reference" not in result["sent"][1], "with a conversation, earlier items are not referred to"
+    kinds = [item.type async for item in sdk(runtime).conversations.items.list(conversation.id, order="asc")]
+    assert kinds[0] == "message" and "function_call" in kinds and "function_call_output" in kinds and kinds[-1] == "message"
 
 
 async def test_every_bad_conversation_request_is_refused_in_openais_shape_and_nothing_reaches_the_model(start_runtime):

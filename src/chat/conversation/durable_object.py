@@ -27,7 +27,7 @@ from chat.api.stored_items import PageQuery
 from chat.logs import log
 from chat.platform import ffi
 from chat.platform.edge import read_config
-from chat.resumable.protocol import Failure, MalformedOrder
+from chat.resumable.protocol import Failure, MalformedOrder, parsed
 from chat.web.errors import ApiError, invalid_request
 from sse import portable_json
 
@@ -52,24 +52,24 @@ class Conversation(DurableObject):
 
     async def create(self, owner: Any, order: Any) -> Any:
         """A new conversation: `order` is JSON {"created_at", "metadata", "items"}."""
-        return await self._answering(lambda: self._create(_text(owner), _parsed(order)))
+        return await self._answering(lambda: self._create(_text(owner), parsed(order)))
 
     async def describe(self, owner: Any) -> Any:
         return await self._answering(lambda: self._owned(owner, self._object))
 
     async def update(self, owner: Any, metadata: Any) -> Any:
-        return await self._answering(lambda: self._owned(owner, lambda row: self._update(row, _parsed(metadata))))
+        return await self._answering(lambda: self._owned(owner, lambda row: self._update(row, parsed(metadata))))
 
     async def remove(self, owner: Any) -> Any:
         return await self._answering(lambda: self._owned(owner, self._remove))
 
     async def add_items(self, owner: Any, items: Any) -> Any:
         """Items a client adds (checked by the Worker): the list of them, with their ids."""
-        return await self._answering(lambda: self._owned(owner, lambda row: self._add(row, _parsed(items), capped=True)))
+        return await self._answering(lambda: self._owned(owner, lambda row: self._add(row, parsed(items), capped=True)))
 
     async def append_turn(self, owner: Any, items: Any) -> Any:
         """A response's input and output (chat.resumable): 204."""
-        return await self._answering(lambda: self._owned(owner, lambda row: self._appended(row, _parsed(items))))
+        return await self._answering(lambda: self._owned(owner, lambda row: self._appended(row, parsed(items))))
 
     async def list_items(self, owner: Any, query: Any) -> Any:
         return await self._answering(lambda: self._owned(owner, lambda row: self._page(row, query)))
@@ -179,7 +179,7 @@ class Conversation(DurableObject):
         self._touch(row)
 
     def _page(self, row: dict[str, Any], query: Any) -> Any:
-        asked = PageQuery.from_order(_parsed(query))
+        asked = PageQuery.from_order(parsed(query))
         after: int | None = None
         if asked.after is not None:
             after = self._number_of(row, asked.after)
@@ -268,13 +268,6 @@ class Conversation(DurableObject):
         ffi.keep_alive(self.ctx, self.ctx.storage.setAlarm(round(expires_at * 1000)))
 
 
-def _parsed(text: Any) -> Any:
-    try:
-        return json.loads(str(text))
-    except ValueError:
-        raise MalformedOrder("json") from None
-
-
 def _text(value: Any) -> str:
     if not isinstance(value, str):
         raise MalformedOrder("text")
@@ -282,4 +275,4 @@ def _text(value: Any) -> str:
 
 
 def _failure(error: ApiError) -> Any:
-    return ffi.response(Failure.of(error).to_json(), error.status, JSON)
+    return ffi.response(*Failure.of(error).reply())

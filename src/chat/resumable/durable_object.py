@@ -40,7 +40,7 @@ from chat.platform.edge import read_config
 from chat.resumable.answer import Alarm, Answer, AnswerRow, Read, Stop, Tick, Timing
 from chat.resumable.formats import RESPONSE_TERMINALS, AnswerKind, ReaderFormat
 from chat.resumable.live import WriteBatch
-from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder, images_restored, received
+from chat.resumable.protocol import Failure, MalformedOrder, ReadOrder, StartOrder, images_restored, parsed, received
 from chat.resumable.readers import Feed, Reader
 from chat.resumable.store import AnswerStore
 from chat.stream.lifecycle import StreamLifecycle
@@ -492,7 +492,7 @@ class ChatStream(DurableObject):
         assert row is not None and row.head is not None
         if row.live:
             raise ApiError("invalid_request", "that item's response is still in progress; refer to its items once it has ended.")
-        wanted = _parsed(places)
+        wanted = parsed(places)
         if not isinstance(wanted, list):
             raise MalformedOrder("places")
         key = _object_key(row.head)
@@ -505,7 +505,7 @@ class ChatStream(DurableObject):
         row = answer.row
         assert row is not None and row.head is not None
         try:
-            asked = PageQuery.from_order(_parsed(query))
+            asked = PageQuery.from_order(parsed(query))
         except (ValueError, TypeError):
             raise MalformedOrder("page") from None
         key = _object_key(row.head)
@@ -594,18 +594,11 @@ class _Sink:
                 self._proxies.close()
 
 
-def _parsed(text: Any) -> Any:
-    try:
-        return json.loads(str(text))
-    except ValueError:
-        raise MalformedOrder("json") from None
-
-
 def _object_key(head: str) -> str:
     """The object's id, as its stored response's id names it (`resp_` and 64 hex digits)."""
     return str(json.loads(head)["id"])[len("resp_"):]
 
 
 def _failure(error: ApiError) -> Any:
-    return ffi.response(Failure.of(error).to_json(), error.status, {"content-type": "application/json"})
+    return ffi.response(*Failure.of(error).reply())
 

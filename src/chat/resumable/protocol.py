@@ -180,6 +180,10 @@ class Failure:
     def to_json(self) -> str:
         return json.dumps({"code": self.code, "headers": self.headers, "message": self.message, "param": self.param})
 
+    def reply(self) -> tuple[str, int, dict[str, str]]:
+        """The body, status and headers of the Response an object answers with."""
+        return self.to_json(), ERROR_CODES[self.code].status, {"content-type": "application/json"}
+
     @staticmethod
     def of(error: ApiError) -> Failure:
         return Failure(code=error.code, headers=dict(error.headers), message=error.message, param=error.param)
@@ -209,6 +213,14 @@ async def received(call: Awaitable[Any]) -> Any:
     if response.status in (200, 204):
         return response
     raise Failure.read(str(await response.text()))
+
+
+def parsed(text: Any) -> Any:
+    """A JSON argument of an object's call. Raises MalformedOrder."""
+    try:
+        return json.loads(str(text))
+    except ValueError:
+        raise MalformedOrder("json") from None
 
 
 def _text(value: Any) -> str:

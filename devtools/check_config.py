@@ -31,7 +31,7 @@ def surfaces(config: Config) -> list[str]:
     return [
         "Without the AUTH_TOKEN secret (this check cannot read secrets: `npx wrangler secret list` shows whether it is set):",
         "  /, /api/chat, /api/chat/raw, /api/ui-chat and their streams: open to anyone, within the rate limit",
-        f"  /v1/chat/completions, /v1/responses: {v1}",
+        f"  /v1/chat/completions, /v1/responses (and stored responses, conversations): {v1}",
         "  /v1/models, /health: open (model names and a status only)",
         "With AUTH_TOKEN set, every route needs it but the page's files, CORS preflights and /health.",
     ]

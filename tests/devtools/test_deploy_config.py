@@ -55,7 +55,7 @@ def test_the_config_check_before_a_deploy_refuses_a_retired_model(tmp_path: Path
 def test_the_deploy_check_names_the_open_surfaces_and_deploy_refuses_an_open_v1_unless_asked(tmp_path: Path):
     check = [str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "devtools" / "check_config.py")]
     closed = subprocess.run([*check, "--deploy", str(ROOT / "wrangler.toml")], capture_output=True, text=True, timeout=60)
-    assert closed.returncode == 0 and "/v1/chat/completions, /v1/responses: closed, 401" in closed.stdout
+    assert closed.returncode == 0 and "/v1/chat/completions, /v1/responses (and stored responses, conversations): closed, 401" in closed.stdout
     assert "cannot read secrets" in closed.stdout
     opened = tmp_path / "wrangler.toml"
     opened.write_text((ROOT / "wrangler.toml").read_text().replace('OPENAI_API_PUBLIC = "false"', 'OPENAI_API_PUBLIC = "true"'))

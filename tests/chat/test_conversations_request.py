@@ -12,10 +12,13 @@ from chat.api.conversations import (
     checked_update,
     conversation_key,
     conversation_param,
+    is_of_kind,
     item_id,
+    item_kind,
     item_number,
     listed_item,
 )
+from chat.api.responses import named_for_history
 from chat.config import Config
 from chat.web.errors import ApiError
 from chat.web.routes import match
@@ -78,8 +81,23 @@ def test_ids_name_the_conversation_and_the_items_number_in_it():
     assert message == f"msg_{KEY}_c7" and item_number(message, KEY) == 7
     assert item_number(message, "cd" * 32) is None, "another conversation's"
     assert item_number(f"msg_{KEY}_7", KEY) is None, "a stored response's output item"
-    assert item_number(f"msg_{KEY}_c07", KEY) is None and item_number(f"msg_{KEY}_c9999999", KEY) is None
+    assert item_number(f"msg_{KEY}_c07", KEY) is None and item_number(f"msg_{KEY}_c" + "9" * 17, KEY) is None
     assert listed_item({"type": "function_call_output", "call_id": "c", "output": "x"}, KEY, 2)["id"] == f"fco_{KEY}_c2"
+
+
+def test_an_items_kind_is_checked_against_its_id():
+    assert is_of_kind({"type": "function_call"}, item_kind(f"fc_{KEY}_c3"))
+    assert not is_of_kind({"type": "message"}, item_kind(f"fc_{KEY}_c3")), "an id never issued"
+    assert is_of_kind({"role": "user", "content": "x"}, "msg")
+
+
+def test_a_refusal_of_an_item_a_conversation_or_a_previous_response_brought_names_that_field():
+    refused = ApiError("invalid_request", "input[1].content[4]: too many images.", param="input[1].content[4]")
+    assert named_for_history(refused, "conversation", 2).param == "conversation"
+    own = named_for_history(refused, "previous_response_id", 1)
+    assert (own.param, own.message) == ("input[0].content[4]", "input[0].content[4]: too many images."), "the client's own, as it sent it"
+    whole = ApiError("invalid_request", "input is too large.", param="input")
+    assert named_for_history(whole, "conversation", 5) is whole
 
 
 def test_the_conversation_of_a_response_is_its_id_or_an_object_with_it():

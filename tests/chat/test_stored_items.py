@@ -29,11 +29,11 @@ def ref(item_id: object) -> dict[str, object]:
 
 def test_references_name_their_object_and_place_and_are_grouped_by_object():
     items = [{"role": "user", "content": "hi"}, ref(f"rs_{KEY}_0"), ref(f"msg_{OTHER}_i3"), ref(f"fc_{KEY}_12"), ref(f"fco_{KEY}_i0")]
-    found = references(items)
-    assert found == [Reference(at=1, key=KEY, place="0"), Reference(at=2, key=OTHER, place="i3"),
-                     Reference(at=3, key=KEY, place="12"), Reference(at=4, key=KEY, place="i0")]
+    found = references(items, 1000)
+    assert found == [Reference(at=1, key=KEY, place="rs:0"), Reference(at=2, key=OTHER, place="msg:i3"),
+                     Reference(at=3, key=KEY, place="fc:12"), Reference(at=4, key=KEY, place="fco:i0")]
     assert list(by_object(found)) == [KEY, OTHER] and [r.at for r in by_object(found)[KEY]] == [1, 3, 4]
-    assert references([{"role": "user", "content": "hi"}]) == []
+    assert references([{"role": "user", "content": "hi"}], 1000) == []
 
 
 @pytest.mark.parametrize("item_id", [
@@ -49,7 +49,7 @@ def test_references_name_their_object_and_place_and_are_grouped_by_object():
 ])
 def test_an_id_that_cannot_name_a_stored_item_is_not_found_naming_its_place(item_id):
     with pytest.raises(ApiError) as raised:
-        references([{"role": "user", "content": "hi"}, ref(item_id)])
+        references([{"role": "user", "content": "hi"}, ref(item_id)], 1000)
     error = raised.value
     assert (error.code, error.status, error.param) == ("item_not_found", 404, "input[1]")
     assert "\u2028" not in error.message and len(error.message) < 400
@@ -58,16 +58,24 @@ def test_an_id_that_cannot_name_a_stored_item_is_not_found_naming_its_place(item
 @pytest.mark.parametrize("item_id", [None, 5, ["x"], {"id": "x"}])
 def test_a_reference_without_a_string_id_is_a_400_naming_it(item_id):
     with pytest.raises(ApiError) as raised:
-        references([ref(item_id)])
+        references([ref(item_id)], 1000)
     assert (raised.value.code, raised.value.param) == ("invalid_request", "input[0].id")
 
 
 def test_references_to_more_responses_than_the_bound_are_refused():
     keys = [f"{n:064x}" for n in range(MAX_REFERENCED_RESPONSES + 1)]
-    assert len(by_object(references([ref(f"msg_{key}_0") for key in keys[:-1]]))) == MAX_REFERENCED_RESPONSES
+    assert len(by_object(references([ref(f"msg_{key}_0") for key in keys[:-1]], 1000))) == MAX_REFERENCED_RESPONSES
     with pytest.raises(ApiError) as raised:
-        references([ref(f"msg_{key}_0") for key in keys])
+        references([ref(f"msg_{key}_0") for key in keys], 1000)
     assert raised.value.param == "input"
+
+
+def test_more_references_than_input_may_hold_are_refused_before_any_is_looked_up():
+    # Each would bring an item: a body of 20,000 references to one large item was the attack.
+    assert len(references([ref(f"msg_{KEY}_i0")] * 1000, 1000)) == 1000
+    with pytest.raises(ApiError) as raised:
+        references([ref(f"msg_{KEY}_i0")] * 1001, 1000)
+    assert raised.value.param == "input" and "1001" in raised.value.message
 
 
 def test_a_resolved_reference_is_replaced_by_its_item_in_place():
@@ -82,14 +90,17 @@ def test_an_object_answers_its_output_and_input_items_with_their_ids_and_none_el
               {"type": "function_call", "call_id": "c1", "name": "now", "arguments": "{}"},
               {"type": "function_call_output", "call_id": "c1", "output": "12:00"},
               {"type": "message", "role": "assistant", "content": "Noon."}]
-    assert stored_item("1", key=KEY, inputs=inputs, output=output) == output[1]
-    assert stored_item("i0", key=KEY, inputs=inputs, output=output) == {
+    assert stored_item("msg:1", key=KEY, inputs=inputs, output=output) == output[1]
+    assert stored_item("msg:i0", key=KEY, inputs=inputs, output=output) == {
         "id": f"msg_{KEY}_i0", "type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}], "status": "completed"}
-    assert stored_item("i1", key=KEY, inputs=inputs, output=output)["id"] == f"fc_{KEY}_i1"
-    assert stored_item("i2", key=KEY, inputs=inputs, output=output)["id"] == f"fco_{KEY}_i2"
-    assert stored_item("i3", key=KEY, inputs=inputs, output=output)["content"] == [{"type": "output_text", "text": "Noon."}]
-    for place in ("2", "i4", "x", "-1", "i", "", None, 3):
+    assert stored_item("fc:i1", key=KEY, inputs=inputs, output=output)["id"] == f"fc_{KEY}_i1"
+    assert stored_item("fco:i2", key=KEY, inputs=inputs, output=output)["id"] == f"fco_{KEY}_i2"
+    assert stored_item("msg:i3", key=KEY, inputs=inputs, output=output)["content"] == [{"type": "output_text", "text": "Noon."}]
+    for place in ("msg:2", "msg:i4", "x", "msg:-1", "msg:i", "", None, 3, "1", "i0"):
         assert stored_item(place, key=KEY, inputs=inputs, output=output) is None
+    # An id of another kind than its item's was never issued (the attack on issue 40).
+    for place in ("rs:i0", "fc:1", "msg:0", "msg:i1", "fc:i2", "fco:i1"):
+        assert stored_item(place, key=KEY, inputs=inputs, output=output) is None, place
 
 
 ITEMS = [listed_input({"type": "message", "role": "user", "content": str(n)}, KEY, n) for n in range(5)]
@@ -114,6 +125,14 @@ def test_pages_follow_openais_list_shape_newest_first_by_default():
     empty = page([], PageQuery())
     assert empty == {"object": "list", "data": [], "first_id": None, "last_id": None, "has_more": False}
     assert page(ITEMS, PageQuery.of({"after": ITEMS[0]["id"]}))["data"] == []
+
+
+def test_a_page_ends_early_once_it_holds_a_megabyte_of_json_and_says_there_is_more():
+    big = [listed_input({"type": "message", "role": "user", "content": "x" * 400_000}, KEY, n) for n in range(5)]
+    listed = page(big, PageQuery.of({"order": "asc", "limit": "100"}))
+    assert len(listed["data"]) == 3 and listed["has_more"] and listed["last_id"] == big[2]["id"]
+    huge = [listed_input({"type": "message", "role": "user", "content": "x" * 3_000_000}, KEY, 0)]
+    assert page(huge, PageQuery())["data"] == huge, "one item however large: a page is never empty while items remain"
 
 
 @pytest.mark.parametrize(("query", "param"), [

@@ -63,6 +63,16 @@ async def test_the_openai_package_creates_reads_changes_pages_and_deletes_a_conv
     assert gone.value.code == "conversation_not_found"
 
 
+async def test_a_page_of_large_items_ends_early_and_the_sdk_pages_on(start_runtime):
+    runtime = start_runtime(SCRIPTS)
+    client = sdk(runtime)
+    conversation = await client.conversations.create(items=[{"role": "user", "content": str(n) * 600_000} for n in range(3)])
+    first = await client.conversations.items.list(conversation.id, limit=100, order="asc")
+    assert len(first.data) == 2 and first.has_more, "a page holds about a megabyte of items at most"
+    walked = [item.content[0].text[0] async for item in client.conversations.items.list(conversation.id, limit=100, order="asc")]
+    assert walked == ["0", "1", "2"]
+
+
 async def test_responses_of_a_conversation_read_it_and_are_added_to_it(start_runtime):
     runtime = start_runtime(SCRIPTS)
     client = sdk(runtime)

@@ -30,7 +30,7 @@ MAX_ITEMS_PER_REQUEST = 20
 # one past a model's limits (MAX_MESSAGES) can be listed and no longer continued.
 MAX_CONVERSATION_ITEMS = 4096
 _CONVERSATION_ID = re.compile(r"conv_([0-9a-f]{64})")
-_ITEM_ID = re.compile(r"(msg|fc|fco|rs)_([0-9a-f]{64})_c(0|[1-9][0-9]{0,5})")
+_ITEM_ID = re.compile(r"(msg|fc|fco|rs)_([0-9a-f]{64})_c(0|[1-9][0-9]{0,15})")
 
 
 def conversation_key(value: Any) -> str | None:
@@ -49,9 +49,19 @@ def item_id(item: Mapping[str, Any], key: str, number: int) -> str:
 
 
 def item_number(value: Any, key: str) -> int | None:
-    """The number of the item of conversation `key` that `value` names, or None."""
+    """The number of the item of conversation `key` that `value` names, or None (its kind
+    is checked against the item's: `item_kind`)."""
     found = _ITEM_ID.fullmatch(value) if isinstance(value, str) else None
     return int(found.group(3)) if found is not None and found.group(2) == key else None
+
+
+def item_kind(value: str) -> str:
+    """The kind an item id says its item is (`msg`, `fc`, `fco`, `rs`)."""
+    return value.partition("_")[0]
+
+
+def is_of_kind(item: Mapping[str, Any], kind: str) -> bool:
+    return ITEM_PREFIXES.get(item.get("type", "message")) == kind
 
 
 def listed_item(item: Mapping[str, Any], key: str, number: int) -> dict[str, Any]:

@@ -522,6 +522,21 @@ def continued(payload: dict[str, Any], history: Mapping[str, Any]) -> dict[str, 
     return merged
 
 
+def named_for_history(error: ApiError, field: str, prepended: int) -> ApiError:
+    """A refusal of the merged input (`prepended` items that `field`, a previous_response_id
+    or a conversation, brought, then the client's) with the place named as the client sent
+    it: one of those items is `field`'s; the client's own `input[k]` is its k."""
+    found = re.match(r"input\[(\d+)\]", error.param or "")
+    if found is None:
+        return error
+    index = int(found[1])
+    if index < prepended:
+        return ApiError(error.code, f"{field}: an item it brings is refused ({error.message})", param=field, headers=error.headers)
+    own = f"input[{index - prepended}]"
+    return ApiError(error.code, error.message.replace(found[0], own), param=(error.param or "").replace(found[0], own, 1),
+                    headers=error.headers)
+
+
 def finished_output(response: Mapping[str, Any]) -> list[Any]:
     """A Response object's output items that ended whole and that a later turn takes as
     history: messages and calls (reasoning is left out as in any input, and an item a cut

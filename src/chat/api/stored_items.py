@@ -15,11 +15,12 @@ digits are the request id's 32) names no object, and is not found, as on OpenAI'
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from chat.web.errors import ApiError, invalid_request
+from sse import portable_json
 
 ITEM_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
 _ITEM_ID = re.compile(r"(msg|fc|fco|rs)_([0-9a-f]{64})_(i?)(0|[1-9][0-9]{0,3})")
@@ -30,6 +31,8 @@ MAX_REFERENCED_RESPONSES = 64
 # input_item_list_params.py: limit 1 to 100, default 20; order "asc" or "desc", default "desc").
 MAX_PAGE_ITEMS = 100
 DEFAULT_PAGE_ITEMS = 20
+# A page ends early once it holds this many characters of JSON (at least one item).
+PAGE_CHARS = 1024 * 1024
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -38,7 +41,7 @@ class Reference:
 
     at: int  # its index in `input`
     key: str  # the object's id (64 hex digits)
-    place: str  # "3": output item 3; "i3": input item 3
+    place: str  # "msg:3": output item 3, a message; "fc:i3": input item 3, a function_call
 
 
 def is_reference(item: Any) -> bool:
@@ -53,10 +56,14 @@ def item_not_found(item_id: Any, at: str) -> ApiError:
                     "(store not false) until they expire; send the item itself instead.", param=at)
 
 
-def references(items: list[Any]) -> list[Reference]:
+def references(items: list[Any], max_items: int) -> list[Reference]:
     """The item references among `items` (a request's `input`), in order. Raises ApiError:
-    `item_not_found` for an id that cannot name a stored item, 400 for a malformed one or
-    more responses referenced than MAX_REFERENCED_RESPONSES."""
+    `item_not_found` for an id that cannot name a stored item, 400 for a malformed one,
+    more than `max_items` (what input may hold: each would bring an item) or more responses
+    referenced than MAX_REFERENCED_RESPONSES."""
+    count = sum(1 for item in items if is_reference(item))
+    if count > max_items:
+        raise invalid_request(f"input: {count} item references; input may hold at most {max_items} items.", param="input")
     found: list[Reference] = []
     for index, item in enumerate(items):
         if not is_reference(item):
@@ -69,7 +76,7 @@ def references(items: list[Any]) -> list[Reference]:
         if matched is None:
             raise item_not_found(item_id, at)
         kind, key, input_mark, number = matched.groups()
-        found.append(Reference(at=index, key=key, place=input_mark + number))
+        found.append(Reference(at=index, key=key, place=f"{kind}:{input_mark}{number}"))
     if len({reference.key for reference in found}) > MAX_REFERENCED_RESPONSES:
         raise invalid_request(f"input: item references to more than {MAX_REFERENCED_RESPONSES} stored responses in one request; "
                               "send the items themselves, or continue with previous_response_id.", param="input")
@@ -93,18 +100,17 @@ def resolved(items: list[Any], found: Mapping[int, Any]) -> list[Any]:
 
 
 def stored_item(place: Any, *, key: str, inputs: list[Any], output: list[Any]) -> dict[str, Any] | None:
-    """The item at `place` ("3", "i3") of a stored response whose object is `key`, with its
-    id; None when it has no such item."""
-    if not isinstance(place, str):
-        return None
-    matched = re.fullmatch(r"(i?)(0|[1-9][0-9]{0,3})", place)
+    """The item at `place` ("msg:3", "fc:i3") of a stored response whose object is `key`,
+    with its id; None when it has no such item, or one of another kind (an id never issued)."""
+    matched = re.fullmatch(r"(msg|fc|fco|rs):(i?)(0|[1-9][0-9]{0,3})", place) if isinstance(place, str) else None
     if matched is None:
         return None
-    index = int(matched[2])
-    if matched[1]:
-        return listed_input(inputs[index], key, index) if index < len(inputs) else None
-    item = output[index] if index < len(output) else None
-    return item if isinstance(item, dict) else None
+    kind, index = matched[1], int(matched[3])
+    if matched[2]:
+        item = listed_input(inputs[index], key, index) if index < len(inputs) else None
+    else:
+        item = output[index] if index < len(output) and isinstance(output[index], dict) else None
+    return item if item is not None and ITEM_PREFIXES.get(item.get("type", "message")) == kind else None
 
 
 def listed_input(item: Mapping[str, Any], key: str, index: int) -> dict[str, Any]:
@@ -167,6 +173,20 @@ def page(items: list[dict[str, Any]], query: PageQuery) -> dict[str, Any]:
         if query.after not in ids:
             raise invalid_request("after: no item of this list has that id.", param="after")
         start = ids.index(query.after) + 1
-    data = ordered[start : start + query.limit]
+    return listed_page(ordered[start : start + query.limit], more=start + query.limit < len(ordered))
+
+
+def listed_page(items: Iterable[dict[str, Any]], *, more: bool) -> dict[str, Any]:
+    """A page of `items` in OpenAI's list shape, ending early once it holds PAGE_CHARS of
+    JSON (with at least one item; `items` is read no further): a page of a hundred items
+    with images would be tens of megabytes. The SDKs page on from its last id."""
+    data: list[dict[str, Any]] = []
+    chars = 0
+    for item in items:
+        if data and chars >= PAGE_CHARS:
+            more = True
+            break
+        data.append(item)
+        chars += len(portable_json(item))
     return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": start + query.limit < len(ordered)}
+            "last_id": data[-1]["id"] if data else None, "has_more": more}

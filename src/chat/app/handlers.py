@@ -19,11 +19,12 @@ from chat.api.conversations import (
     checked_items,
     checked_update,
     conversation_key,
+    item_kind,
     item_number,
 )
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
-from chat.api.responses import ResponsesRequest, validate_responses
+from chat.api.responses import ResponsesRequest, named_for_history, validate_responses
 from chat.api.stored_items import PageQuery
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.config import Config, ConfigError
@@ -200,13 +201,21 @@ async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted)
     config = admitted.config
     owner = _owner(admitted)
     turns: list[ConversationTurn] = []
+    prepended: list[tuple[str, int]] = []
 
     async def with_stored_items(payload: Any) -> Any:
-        merged, turn = await resumable.with_stored_items(edge.env, payload, owner, config)
+        merged, turn, before = await resumable.with_stored_items(edge.env, payload, owner, config)
         turns.extend([turn] if turn is not None else [])
+        prepended.extend([before] if before is not None else [])
         return merged
 
-    request = await _read_turn(edge, config, validate_responses, lambda request: request.turn, prepare=with_stored_items)
+    def checked(payload: Any, config: Config) -> ResponsesRequest:
+        try:
+            return validate_responses(payload, config)
+        except ApiError as error:
+            raise named_for_history(error, *prepended[0]) if prepended else error from None
+
+    request = await _read_turn(edge, config, checked, lambda request: request.turn, prepare=with_stored_items)
     conversation = turns[0] if turns else None
     if conversation is not None:
         if not request.store:
@@ -308,7 +317,7 @@ async def openai_conversation_item(edge: JsEdge, exchange: Exchange, admitted: A
         conversations.stub(edge.env, conversation_id)  # a conversation that is none is its 404 first
         raise ApiError("item_not_found", "Item not found in this conversation.")
     method = "delete_item" if exchange.request.method == "DELETE" else "get_item"
-    answer = await conversations.call(edge.env, conversation_id, method, _owner(admitted), number)
+    answer = await conversations.call(edge.env, conversation_id, method, _owner(admitted), number, item_kind(item))
     return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
 
 

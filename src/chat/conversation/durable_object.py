@@ -22,8 +22,17 @@ from typing import Any
 
 from workers import DurableObject
 
-from chat.api.conversations import MAX_CONVERSATION_ITEMS, conversation_object, item_number, listed_item
-from chat.api.stored_items import PageQuery
+from chat.api.conversations import (
+    CONVERSATION_PREFIX,
+    MAX_CONVERSATION_ITEMS,
+    conversation_not_found,
+    conversation_object,
+    is_of_kind,
+    item_kind,
+    item_number,
+    listed_item,
+)
+from chat.api.stored_items import PageQuery, listed_page
 from chat.logs import log
 from chat.platform import ffi
 from chat.platform.edge import read_config
@@ -74,11 +83,11 @@ class Conversation(DurableObject):
     async def list_items(self, owner: Any, query: Any) -> Any:
         return await self._answering(lambda: self._owned(owner, lambda row: self._page(row, query)))
 
-    async def get_item(self, owner: Any, number: Any) -> Any:
-        return await self._answering(lambda: self._owned(owner, lambda row: self._item(row, number)))
+    async def get_item(self, owner: Any, number: Any, kind: Any) -> Any:
+        return await self._answering(lambda: self._owned(owner, lambda row: self._item(row, number, kind)))
 
-    async def delete_item(self, owner: Any, number: Any) -> Any:
-        return await self._answering(lambda: self._owned(owner, lambda row: self._delete_item(row, number)))
+    async def delete_item(self, owner: Any, number: Any, kind: Any) -> Any:
+        return await self._answering(lambda: self._owned(owner, lambda row: self._delete_item(row, number, kind)))
 
     async def turn_items(self, owner: Any, budget: Any) -> Any:
         """Every item, oldest first (JSON, as kept), for a response of the conversation; a
@@ -110,7 +119,7 @@ class Conversation(DurableObject):
         """`then` of the conversation, when `owner` may touch it; else 404, as for one never made."""
         row = self._row()
         if row is None or not isinstance(owner, str) or not hmac.compare_digest(row["owner"].encode(), owner.encode()):
-            raise ApiError("conversation_not_found")
+            raise conversation_not_found(CONVERSATION_PREFIX + str(self.ctx.id.toString()))
         answer = then(row)
         return await answer if isinstance(answer, Awaitable) else answer
 
@@ -191,18 +200,16 @@ class Conversation(DurableObject):
         numbers = [int(found.number) for found in self._sql.exec(
             f"SELECT number FROM items {where} GROUP BY number ORDER BY number {order} LIMIT ?",
             *([] if after is None else [after]), asked.limit + 1).toArray()]
-        more = len(numbers) > asked.limit
-        data = [listed_item(self._read(number), row["key"], number) for number in numbers[: asked.limit]]
-        listed = {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-                  "last_id": data[-1]["id"] if data else None, "has_more": more}
-        return ffi.response(portable_json(listed), 200, JSON)
+        # Read one at a time: the page ends early once it is large (listed_page).
+        items = (listed_item(self._read(number), row["key"], number) for number in numbers[: asked.limit])
+        return ffi.response(portable_json(listed_page(items, more=len(numbers) > asked.limit)), 200, JSON)
 
-    def _item(self, row: dict[str, Any], number: Any) -> Any:
-        kept = self._kept(number)
+    def _item(self, row: dict[str, Any], number: Any, kind: Any) -> Any:
+        kept = self._kept(number, kind)
         return ffi.response(portable_json(listed_item(kept, row["key"], int(number))), 200, JSON)
 
-    def _delete_item(self, row: dict[str, Any], number: Any) -> Any:
-        kept = self._kept(number)
+    def _delete_item(self, row: dict[str, Any], number: Any, kind: Any) -> Any:
+        kept = self._kept(number, kind)
         self._sql.exec("DELETE FROM items WHERE number = ?", int(number))
         self._sql.exec("UPDATE conversation SET items = items - 1, chars = chars - ?", len(portable_json(kept)))
         self._touch(row)
@@ -242,16 +249,22 @@ class Conversation(DurableObject):
 
     def _number_of(self, row: dict[str, Any], value: str) -> int | None:
         number = item_number(value, row["key"])
-        if number is None or not len(self._sql.exec("SELECT 1 FROM items WHERE number = ? LIMIT 1", number).toArray()):
+        try:
+            self._kept(number, item_kind(value))
+        except ApiError:
             return None
         return number
 
-    def _kept(self, number: Any) -> dict[str, Any]:
+    def _kept(self, number: Any, kind: Any) -> dict[str, Any]:
+        """Item `number`, when it is one of `kind` (else its id was never issued); else 404."""
         if type(number) is float and number.is_integer():
             number = int(number)  # a JS number may arrive as a float
         if type(number) is not int or not len(self._sql.exec("SELECT 1 FROM items WHERE number = ? LIMIT 1", number).toArray()):
             raise ApiError("item_not_found", "Item not found in this conversation.")
-        return self._read(number)
+        item = self._read(number)
+        if not isinstance(kind, str) or not is_of_kind(item, kind):
+            raise ApiError("item_not_found", "Item not found in this conversation.")
+        return item
 
     def _read(self, number: int) -> dict[str, Any]:
         parts = self._sql.exec("SELECT data FROM items WHERE number = ? ORDER BY part", number).toArray()

@@ -22,7 +22,7 @@ from chat.resumable.protocol import ReadOrder, ResponseOrder, StartOrder, images
 from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
-from sse import MAX_EVENT_ID_DIGITS, parse_event_id
+from sse import MAX_EVENT_ID_DIGITS, parse_event_id, portable_json
 
 
 async def start(env: Any, turn: ChatTurn, call: ModelCall, *, request_id: str, format: ReaderFormat) -> tuple[Any, dict[str, str]]:
@@ -97,20 +97,21 @@ async def start_response(env: Any, request: ResponsesRequest, call: ModelCall, *
     return await received(namespace.get(object_id).begin_answer(order.sent("input")))
 
 
-async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) -> tuple[Any, ConversationTurn | None]:
+async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) -> tuple[Any, ConversationTurn | None, Prepended]:
     """`payload` with what it takes from what is stored put in its `input`: each
     `item_reference`'s item (chat.api.stored_items), then a `previous_response_id`'s
     history (chat.api.responses.continued) or a `conversation`'s items; and the
-    conversation the response is a turn of. Raises ApiError: 404 item_not_found naming
+    conversation the response is a turn of; and how many items came before the client's
+    own, from which field (chat.api.responses.named_for_history). Raises ApiError: 404 item_not_found naming
     `input[i]` for an item that is not stored, expired or not this client's; 400
     previous_response_not_found likewise for a previous response, 404
     conversation_not_found for a conversation; 400 for both of these, or for what they
     bring when it takes more than the body may."""
     if not isinstance(payload, dict):
-        return payload, None
+        return payload, None, None
     budget = config.body_limit + MAX_IMAGE_TEXT_BYTES
     items = payload.get("input")
-    if isinstance(items, list) and (wanted := references(items)):
+    if isinstance(items, list) and (wanted := references(items, config.max_messages)):
         payload = {**payload, "input": await _referenced(env, items, wanted, owner, budget)}
     previous, conversation = payload.get("previous_response_id"), payload.get("conversation")
     if previous is not None and conversation is not None:
@@ -121,26 +122,30 @@ async def with_stored_items(env: Any, payload: Any, owner: str, config: Config) 
         key = conversation_param(conversation)
         found = await conversations.call(env, CONVERSATION_PREFIX + key, "turn_items", owner, budget)
         earlier = json.loads(found or "[]")
-        return with_input_before(payload, earlier, "conversation"), ConversationTurn(key=key, own_from=len(kept_items(earlier)))
+        turn = ConversationTurn(key=key, own_from=len(kept_items(earlier)))
+        return with_input_before(payload, earlier, "conversation"), turn, ("conversation", len(earlier))
     if previous is None:
-        return payload, None
+        return payload, None, None
     stub = _response_object(env, previous, "previous_response_not_found", param="previous_response_id")
-    history = await received(stub.response_history(owner))
-    return continued(payload, json.loads(str(await history.text()))), None
+    history = json.loads(str(await (await received(stub.response_history(owner))).text()))
+    merged = continued(payload, history)
+    return merged, None, ("previous_response_id", len(merged.get("input") or []) - len(_own_items(payload.get("input"))))
 
 
 async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner: str, budget: int) -> list[Any]:
     """`items` with each reference in `wanted` resolved: one call for each object that keeps
-    some, one after the other, so what they bring is bounded (`budget` characters of JSON)
-    before the next is asked."""
+    some, one after the other, each item asked for once however often it is referred to,
+    so what they bring is bounded (`budget` characters of JSON, counted as often as each
+    is referred to) before the next object is asked."""
     namespace = env.CHAT_STREAMS
     found: dict[int, Any] = {}
     for key, references_there in by_object(wanted).items():
         first = references_there[0]
         missing = item_not_found(items[first.at].get("id"), f"input[{first.at}]")
+        places = list(dict.fromkeys(reference.place for reference in references_there))
         try:
             stub = namespace.get(namespace.idFromString(key))
-            answer = await received(stub.response_items(owner, json.dumps([reference.place for reference in references_there])))
+            answer = await received(stub.response_items(owner, json.dumps(places)))
         except JsException:
             raise missing from None  # well-formed, but not an id of this namespace
         except ApiError as error:
@@ -148,15 +153,32 @@ async def _referenced(env: Any, items: list[Any], wanted: list[Reference], owner
                 raise missing from None
             raise ApiError(error.code, f"input[{first.at}]: {error.message}", param=f"input[{first.at}]") from None
         text = str(await answer.text())
-        budget -= len(text)
-        if budget < 0:
-            raise ApiError("invalid_request", f"input[{first.at}]: the items referenced take more than a request may hold; "
-                           "send fewer of them.", param=f"input[{first.at}]")
-        for reference, item in zip(references_there, json.loads(text), strict=True):
+        if len(text) > budget:
+            raise _too_large(first)
+        by_place = dict(zip(places, json.loads(text), strict=True))
+        sizes = {place: len(portable_json(item)) for place, item in by_place.items()}
+        for reference in references_there:
+            item = by_place[reference.place]
             if item is None:
                 raise item_not_found(items[reference.at].get("id"), f"input[{reference.at}]")
+            budget -= sizes[reference.place]
+            if budget < 0:
+                raise _too_large(reference)
             found[reference.at] = item
     return resolved(items, found)
+
+
+# How many items of the merged input came before the client's own, and from which field.
+Prepended = tuple[str, int] | None
+
+
+def _own_items(items: Any) -> list[Any]:
+    return [items] if isinstance(items, str) else items if isinstance(items, list) else []
+
+
+def _too_large(reference: Reference) -> ApiError:
+    return ApiError("invalid_request", f"input[{reference.at}]: the items referenced take more than a request may hold; "
+                    "send fewer of them.", param=f"input[{reference.at}]")
 
 
 async def response_input_items(env: Any, response_id: str, query: PageQuery, owner: str) -> str:

@@ -497,7 +497,7 @@ class ChatStream(DurableObject):
             raise MalformedOrder("places")
         key = _object_key(row.head)
         output = json.loads(self._object_text(answer)).get("output") or []
-        inputs = json.loads(self._store.input_text()) if any(str(place).startswith("i") for place in wanted) else []
+        inputs = json.loads(self._store.input_text()) if any(":i" in str(place) for place in wanted) else []
         found = [stored_item(place, key=key, inputs=inputs, output=output) for place in wanted]
         return ffi.response(portable_json(found), 200, {"content-type": "application/json"})
 

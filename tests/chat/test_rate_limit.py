@@ -27,13 +27,19 @@ ROOT = Path(__file__).resolve().parents[2]
         pytest.param("/health", False, id="health"),
         pytest.param("/api/chat/streams/" + "a" * 64, False, id="resumable-reader"),
         pytest.param("/api/ui-chat/c1/stream", False, id="ui-chat-reader"),
+        # They write storage: a POST spends, a GET of their items does not (chat.app.handlers).
+        pytest.param("/v1/conversations", True, id="conversations"),
+        pytest.param("/v1/conversations/c1/items", True, id="conversation-items"),
+        pytest.param("/v1/conversations/c1", False, id="conversation"),
+        pytest.param("/v1/responses/r1/input_items", False, id="input-items"),
     ],
 )
 def test_only_the_routes_that_start_inference_spend_budget_and_only_by_post(path, spends):
     found = match(path)
     assert found is not None and found.route.spends_budget is spends
     if spends:
-        assert found.route.methods == ("POST",), "preflights, 404s and 405s never spend budget"
+        assert "POST" in found.route.methods and set(found.route.methods) <= {"GET", "POST"}, \
+            "preflights, 404s and 405s never spend budget; only a POST does"
 
 
 def test_the_period_and_binding_name_match_wrangler_toml():

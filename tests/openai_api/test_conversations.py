@@ -128,6 +128,18 @@ async def test_the_ai_sdks_tool_loop_runs_as_turns_of_a_conversation(start_runti
     assert kinds[0] == "message" and "function_call" in kinds and "function_call_output" in kinds and kinds[-1] == "message"
 
 
+async def test_writing_a_conversation_spends_the_clients_budget_and_reading_it_does_not(start_runtime):
+    runtime = start_runtime(scripted_options([transcript(), done_frame()], rate_limit=2))
+    client = sdk(runtime)
+    conversation = await client.conversations.create()
+    for _ in range(5):
+        await client.conversations.items.list(conversation.id)
+        await client.conversations.retrieve(conversation.id)
+    await client.conversations.items.create(conversation.id, items=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.RateLimitError):
+        await client.conversations.items.create(conversation.id, items=[{"role": "user", "content": "again"}])
+
+
 async def test_every_bad_conversation_request_is_refused_in_openais_shape_and_nothing_reaches_the_model(start_runtime):
     runtime = start_runtime(SCRIPTS)
     client = sdk(runtime)

@@ -94,7 +94,7 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
     if isinstance(admitted, Reply):
         return admitted
     route = admitted.route
-    if route.spends_budget:
+    if route.spends_budget and exchange.request.method == "POST":
         # After auth (only valid tokens reach the limiter), before the body is read.
         await spend(edge.env, _client(exchange, admitted), request_id=exchange.request_id, route=route.name)
     return await HANDLERS[route.name](edge, exchange, admitted)

@@ -29,8 +29,9 @@ class Route:
 
     `name` is the `route` of its log lines; `handler` names its function in
     chat.app.handlers (None: answered here, before the configuration is read). A route
-    that `spends_budget` starts inference: each request spends one unit of its client's
-    rate-limit budget before its body is read. A route with a `public_var` fails closed.
+    that `spends_budget` starts inference or writes storage when POSTed to: each POST
+    spends one unit of its client's rate-limit budget before its body is read (a GET of
+    the same path, reading, does not). A route with a `public_var` fails closed.
     """
 
     name: str

@@ -57,6 +57,7 @@ class Config:
     resume_grace_ms: int = 60_000  # a resumable answer nobody reads for this long is stopped
     resume_ttl_s: int = 600  # a finished resumable answer can be read again for this long
     conversation_ttl_s: int = 30 * 24 * 3600  # a conversation of /v1/conversations is kept this long after its last change
+    response_ttl_s: int = 30 * 24 * 3600  # a stored response (its Response, input and items) is kept this long after it ended
     ai_gateway_id: str | None = None  # AI_GATEWAY_ID: every model call goes through this gateway
     vision_model: str | None = None  # VISION_MODEL: what answers a turn with images when no model is named
     # OPENAI_API_PUBLIC: without AUTH_TOKEN, /v1's chat routes serve anyone only when this is
@@ -152,6 +153,7 @@ class Config:
             resume_grace_ms=integer("RESUME_GRACE_MS", cls.resume_grace_ms, 1),
             resume_ttl_s=integer("RESUME_TTL_S", cls.resume_ttl_s, 1),
             conversation_ttl_s=integer("CONVERSATION_TTL_S", cls.conversation_ttl_s, 1),
+            response_ttl_s=integer("RESPONSE_TTL_S", cls.response_ttl_s, 1),
             ai_gateway_id=text("AI_GATEWAY_ID", "").strip() or None,
             vision_model=text("VISION_MODEL", "").strip() or None,
             openai_api_public=choice("OPENAI_API_PUBLIC", {"false": False, "true": True}, "false"),

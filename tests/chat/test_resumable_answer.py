@@ -4,6 +4,7 @@ and the messages between the Worker and its Durable Object (chat.resumable.proto
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -216,6 +217,33 @@ def test_serials_never_repeat_after_an_expiry_so_an_old_reader_is_never_fed_a_ne
 
 
 # --- a restart: stored, live, and nobody making it ----------------------------------------
+
+
+def test_a_stored_response_is_compacted_after_its_events_ttl_and_expires_after_its_own():
+    timing = Timing(grace_s=60, ttl_s=10, ping_s=1, response_ttl_s=100)
+    answer = Answer(None, last_id=0, timing=timing)
+    answer.begin(AnswerKind.RESPONSES, "r1", now=NOW, mono=MONO, head="{}")
+    stored(answer, 7, terminal=True)
+    answer.ended(now=NOW)
+    assert answer.alarm_at == NOW + 10
+    assert answer.alarm(now=NOW + 5) is Alarm.REARM and answer.alarm_at == NOW + 10
+    assert answer.read(3, active_only=False) is Read.SERVE
+    assert answer.alarm(now=NOW + 10) is Alarm.COMPACT and answer.alarm_at == NOW + 100
+    assert answer.read(3, active_only=False) is Read.EVENTS_GONE and answer.read(7, active_only=False) is Read.NO_CONTENT
+    assert answer.alarm(now=NOW + 50) is Alarm.REARM and answer.alarm_at == NOW + 100, "compacted once"
+    assert answer.alarm(now=NOW + 100) is Alarm.EXPIRE
+    answer.expire()
+    assert not answer.compacted
+
+
+def test_other_answers_and_a_shorter_response_ttl_expire_with_their_events():
+    timing = Timing(grace_s=60, ttl_s=10, ping_s=1, response_ttl_s=5)
+    for kind in (AnswerKind.CHAT, AnswerKind.RESPONSES):
+        answer = Answer(None, last_id=0, timing=timing if kind is AnswerKind.RESPONSES else replace(timing, response_ttl_s=100))
+        answer.begin(kind, "r1", now=NOW, mono=MONO, head="{}")
+        stored(answer, 3, terminal=True)
+        answer.ended(now=NOW)
+        assert answer.alarm(now=NOW + 10) is Alarm.EXPIRE, kind
 
 
 def test_a_live_row_loaded_by_a_new_instance_is_orphaned_and_interrupted():

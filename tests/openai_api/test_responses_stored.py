@@ -328,7 +328,7 @@ async def test_the_id_of_another_kind_of_answer_is_not_a_response(start_runtime,
 
 
 async def test_a_stored_response_expires_after_its_ttl(start_runtime):
-    runtime = start_runtime(scripted_options([echo(), usage_frame(3, 1), done_frame()], variables={"RESUME_TTL_S": "1"}))
+    runtime = start_runtime(scripted_options([echo(), usage_frame(3, 1), done_frame()], variables={"RESUME_TTL_S": "1", "RESPONSE_TTL_S": "1"}))
     client = sdk(runtime)
     created = await client.responses.create(model=MODEL, input="Hello", store=True)
     for _ in range(100):  # the object's alarm frees it a second after it ended
@@ -341,6 +341,32 @@ async def test_a_stored_response_expires_after_its_ttl(start_runtime):
         raise AssertionError("the stored response was still there 10 s after its 1 s TTL")
     with pytest.raises(openai.BadRequestError):
         await client.responses.create(model=MODEL, input="more", previous_response_id=created.id)
+
+
+async def test_past_its_events_ttl_a_stored_response_keeps_its_response_and_items_until_its_own(start_runtime):
+    # Events for RESUME_TTL_S, then the Response, its input and its items for RESPONSE_TTL_S
+    # (issue 40: the AI SDK's chats refer to earlier answers by id long after they ended).
+    runtime = start_runtime(scripted_options([echo(), usage_frame(3, 1), done_frame()],
+                                             variables={"RESUME_TTL_S": "1", "RESPONSE_TTL_S": "4"}))
+    client = sdk(runtime)
+    created = await client.responses.create(model=MODEL, input="Hello", store=True)
+    runtime.wait_for_record("chat_resumable_compacted", timeout=10)
+    assert (await client.responses.retrieve(created.id)).model_dump() == created.model_dump()
+    with pytest.raises(openai.BadRequestError) as gone:
+        await client.responses.retrieve(created.id, stream=True)
+    assert gone.value.param == "stream"
+    assert [item.content[0].text async for item in client.responses.input_items.list(created.id)] == ["Hello"]
+    again = await client.responses.create(model=MODEL, input=[{"type": "item_reference", "id": created.output[0].id},
+                                                               {"role": "user", "content": "more"}], store=False)
+    assert again.output_text == "more"
+    for _ in range(100):  # then the object's alarm frees it, 4 s after it ended
+        await asyncio.sleep(0.1)
+        try:
+            await client.responses.retrieve(created.id)
+        except openai.NotFoundError:
+            break
+    else:
+        raise AssertionError("the stored response was still there 10 s after its 4 s TTL")
 
 
 async def test_background_with_store_false_is_refused(start_runtime):

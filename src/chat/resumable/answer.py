@@ -52,14 +52,19 @@ class AnswerRow:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Timing:
     grace_s: float  # how long a live answer nobody reads goes on (RESUME_GRACE_MS)
-    ttl_s: float  # how long an ended answer is kept (RESUME_TTL_S)
+    ttl_s: float  # how long an ended answer's events are kept (RESUME_TTL_S)
     ping_s: float  # how often waiting readers are pinged
+    # How long a stored response of /v1/responses is kept (RESPONSE_TTL_S): past `ttl_s` its
+    # events but the terminal are deleted (it is compacted), and the Response, its input and
+    # its items stay until this (0: no longer than its events).
+    response_ttl_s: float = 0
 
 
 class Alarm(Enum):
     NOTHING = "nothing"  # nothing stored
     INTERRUPT = "interrupt"  # live, but nobody makes it here: end it with `interrupted`
     REARM = "rearm"  # not yet: arm again at `Answer.alarm_at`
+    COMPACT = "compact"  # a stored response's events are past their time: keep its terminal only
     EXPIRE = "expire"  # its time is up: delete it
 
 
@@ -67,6 +72,7 @@ class Read(Enum):
     NO_CONTENT = "no_content"  # 204: the reader has all of it, or (active only) none is being made
     NOT_FOUND = "not_found"  # 404: no answer, or it expired
     INVALID_EVENT_ID = "invalid_event_id"  # 400: an id this answer never sent
+    EVENTS_GONE = "events_gone"  # 400: a compacted stored response has no events to stream
     SERVE = "serve"  # a reader from the id on
 
 
@@ -111,8 +117,10 @@ class Answer:
     before its commit): the next event's id follows it. `terminal_stored`: the last
     event written is the answer's terminal one."""
 
-    def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing, terminal_stored: bool = False) -> None:
+    def __init__(self, row: AnswerRow | None, *, last_id: int, timing: Timing, terminal_stored: bool = False,
+                 compacted: bool = False) -> None:
         self.row = row
+        self.compacted = compacted  # a stored response that keeps its terminal event only
         self.last_id = last_id
         self.written_id = last_id
         self.terminal_stored = terminal_stored
@@ -138,7 +146,7 @@ class Answer:
                              background=background, owner=owner)
         self.began = mono
         self.last_id = self.written_id = 0
-        self.terminal_stored = False
+        self.terminal_stored = self.compacted = False
         self.producing = True
         # Until its first reader attaches: at once, for the request that began it.
         self.unread_since = mono
@@ -192,9 +200,18 @@ class Answer:
                 return Alarm.INTERRUPT
             self.alarm_at = now + self.timing.grace_s  # the heartbeat while it is made
             return Alarm.REARM
-        expires_at = (row.ended_at or now) + self.timing.ttl_s
+        ended_at = row.ended_at or now
+        compacts_at = ended_at + self.timing.ttl_s
+        expires_at = max(compacts_at, ended_at + self.timing.response_ttl_s) if row.kind is AnswerKind.RESPONSES else compacts_at
         if now >= expires_at:
             return Alarm.EXPIRE
+        if expires_at > compacts_at and not self.compacted:
+            if now >= compacts_at:
+                self.compacted = True
+                self.alarm_at = expires_at
+                return Alarm.COMPACT
+            self.alarm_at = compacts_at
+            return Alarm.REARM
         self.alarm_at = expires_at
         return Alarm.REARM
 
@@ -205,6 +222,7 @@ class Answer:
         self.row = None
         self.last_id = self.written_id = 0
         self.terminal_stored = False
+        self.compacted = False
         self.producing = False
         self.alarm_at = None
 
@@ -223,7 +241,7 @@ class Answer:
             # The reader has the whole answer: 204 is what tells a browser's EventSource
             # to stop reconnecting.
             return Read.NO_CONTENT
-        return Read.SERVE
+        return Read.EVENTS_GONE if self.compacted else Read.SERVE
 
     def stop(self) -> Stop:
         if self.row is None:

@@ -140,6 +140,11 @@ class ChatStream(DurableObject):
             answer.expire()
             self._feed.restart()  # a reader following it now ends with `expired`
             log("chat_resumable_expired", request_id=request_id)
+        elif action is Alarm.COMPACT:
+            self._store.keep_last_event_only()
+            self._feed.restart()  # a reader still reading gets the terminal next: the events before it are gone
+            log("chat_resumable_compacted", request_id=answer.row.request_id if answer.row else None)
+            self._arm(answer)
         elif action is Alarm.REARM:
             self._arm(answer)
 
@@ -407,6 +412,9 @@ class ChatStream(DurableObject):
             return ffi.json_response(204)
         if decision is Read.NOT_FOUND:
             raise ApiError("response_not_found" if responses else "stream_not_found")
+        if decision is Read.EVENTS_GONE:
+            raise ApiError("invalid_request", "stream: this response's events were kept for RESUME_TTL_S after it ended, and "
+                           "are gone; read the Response without stream=true.", param="stream")
         if decision is Read.INVALID_EVENT_ID:
             if responses:
                 raise ApiError("invalid_request", f"starting_after: this response has sent {answer.last_id} events so far "
@@ -519,11 +527,13 @@ class ChatStream(DurableObject):
             config = self._config()
             row, last_id = self._store.load()
             timing = Timing(grace_s=config.resume_grace_ms / 1000, ttl_s=config.resume_ttl_s,
-                            ping_s=config.ping_interval_ms / 1000)
+                            ping_s=config.ping_interval_ms / 1000, response_ttl_s=config.response_ttl_s)
             # A live answer whose terminal is stored was cut between its terminal and its end.
             last = self._store.last_event() if row is not None and row.live else None
             ended = row is not None and last is not None and row.kind.ends_with_terminal([last])
-            self._answer = Answer(row, last_id=last_id, timing=timing, terminal_stored=ended)
+            # A stored response past RESUME_TTL_S keeps its terminal event only (compacted).
+            compacted = row is not None and not row.live and last_id > 1 and self._store.size()[0] == 1
+            self._answer = Answer(row, last_id=last_id, timing=timing, terminal_stored=ended, compacted=compacted)
         return self._answer
 
     def _config(self) -> Config:

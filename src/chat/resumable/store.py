@@ -149,5 +149,10 @@ class AnswerStore:
             chars += len(events[-1].data)
         return events
 
+    def keep_last_event_only(self) -> None:
+        """A stored response past RESUME_TTL_S: its events but the terminal (which holds the
+        Response) are deleted; its row, head and input stay."""
+        self._sql.exec("DELETE FROM events WHERE id < (SELECT max(id) FROM events)")
+
     async def delete_all(self) -> None:
         await self._storage.deleteAll()

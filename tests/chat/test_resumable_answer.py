@@ -228,12 +228,22 @@ def test_a_stored_response_is_compacted_after_its_events_ttl_and_expires_after_i
     assert answer.alarm_at == NOW + 10
     assert answer.alarm(now=NOW + 5) is Alarm.REARM and answer.alarm_at == NOW + 10
     assert answer.read(3, active_only=False) is Read.SERVE
+    assert answer.reader_step(1, 3) == SEND
     assert answer.alarm(now=NOW + 10) is Alarm.COMPACT and answer.alarm_at == NOW + 100
     assert answer.read(3, active_only=False) is Read.EVENTS_GONE and answer.read(7, active_only=False) is Read.NO_CONTENT
+    assert answer.read(6, active_only=False) is Read.SERVE, "the terminal is still kept"
+    assert answer.reader_step(1, 3) == cut("expired"), "a reader that was reading is told, never skipped ahead silently"
+    assert answer.reader_step(1, 6) == SEND
     assert answer.alarm(now=NOW + 50) is Alarm.REARM and answer.alarm_at == NOW + 100, "compacted once"
     assert answer.alarm(now=NOW + 100) is Alarm.EXPIRE
     answer.expire()
     assert not answer.compacted
+
+
+def test_a_reader_of_a_deleted_answer_is_cut_with_deleted():
+    answer = ended()
+    answer.expire(code="deleted")
+    assert answer.reader_step(1, 2) == cut("deleted")
 
 
 def test_other_answers_and_a_shorter_response_ttl_expire_with_their_events():

@@ -135,6 +135,7 @@ class Answer:
         # expiry), and a reader of an answer that expired is told so, not "stopped".
         self._last_serial = 0 if row is None else row.serial
         self._expired_through = 0
+        self._gone_code = "expired"  # what cut the answers through _expired_through
 
     # --- the answer ------------------------------------------------------------------
 
@@ -215,10 +216,12 @@ class Answer:
         self.alarm_at = expires_at
         return Alarm.REARM
 
-    def expire(self) -> None:
-        """Storage was deleted."""
+    def expire(self, *, code: str = "expired") -> None:
+        """Storage was deleted: its time was up, or (`code` "deleted") its client deleted it.
+        A reader still reading it is cut with `code`."""
         if self.row is not None:
             self._expired_through = self.row.serial
+            self._gone_code = code
         self.row = None
         self.last_id = self.written_id = 0
         self.terminal_stored = False
@@ -241,7 +244,8 @@ class Answer:
             # The reader has the whole answer: 204 is what tells a browser's EventSource
             # to stop reconnecting.
             return Read.NO_CONTENT
-        return Read.EVENTS_GONE if self.compacted else Read.SERVE
+        # Compacted, only the terminal is left: a reader lacking more than that cannot have it.
+        return Read.EVENTS_GONE if self.compacted and after < self.last_id - 1 else Read.SERVE
 
     def stop(self) -> Stop:
         if self.row is None:
@@ -270,7 +274,10 @@ class Answer:
         row = self.row
         if row is None or row.serial != serial:
             expired = row is None or serial <= self._expired_through
-            return ReaderStep(action="cut", code="expired" if expired else "stopped")
+            return ReaderStep(action="cut", code=self._gone_code if expired else "stopped")
+        if self.compacted and cursor < self.last_id - 1:
+            # It was reading when the events before the terminal went: the ones it lacks expired.
+            return ReaderStep(action="cut", code="expired")
         if cursor < self.last_id:
             return SEND
         return WAIT if row.live else END

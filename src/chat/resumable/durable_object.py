@@ -142,7 +142,7 @@ class ChatStream(DurableObject):
             log("chat_resumable_expired", request_id=request_id)
         elif action is Alarm.COMPACT:
             self._store.keep_last_event_only()
-            self._feed.restart()  # a reader still reading gets the terminal next: the events before it are gone
+            self._feed.restart()  # a reader still reading is cut with `expired` (Answer.reader_step)
             log("chat_resumable_compacted", request_id=answer.row.request_id if answer.row else None)
             self._arm(answer)
         elif action is Alarm.REARM:
@@ -478,7 +478,7 @@ class ChatStream(DurableObject):
             log("chat_resumable_stopped", request_id=row.request_id, reason="delete")
             await self._stop_relay(self._relay, "deleted")
         await self._store.delete_all()
-        answer.expire()
+        answer.expire(code="deleted")
         self._feed.restart()
         log("chat_resumable_deleted", request_id=row.request_id)
         # OpenAI's example body (its openapi.yaml, read 2026-12-02); the SDKs read none.

@@ -1,6 +1,6 @@
 """What rendering markdown on a terminal costs the CLI (docs/benchmarks.md, "The CLI on a
 terminal"): the page's long answers (issue 33's 120,000-character document, a 2,000-row
-table, 10,000 nested lists, a 10,000-token answer unpaced) through clients/chat_cli.py
+table, 10,000 nested lists, a 10,000-token answer unpaced) through clients/chat_cli
 three ways side by side in one run: piped, `--plain` on a pseudo-terminal, and rendered on
 one. For each: wall and CPU seconds and peak memory of the CLI (GNU time), and the longest
 the terminal went without output from the first output on. One local runtime (workerd

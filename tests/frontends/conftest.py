@@ -21,7 +21,7 @@ from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 NODE = ROOT / ".venv" / "bin" / "node"
 DRIVER = Path(__file__).with_name("page_driver.mjs")
 CHROMIUM = Path(os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium"))
-CLI = ROOT / "clients" / "chat_cli.py"
+CLI = ROOT / "clients" / "chat_cli"  # a package: `python clients/chat_cli` runs it
 DEFAULT_MODEL = tomllib.loads((ROOT / "wrangler.toml").read_text())["vars"]["MODEL"]
 
 

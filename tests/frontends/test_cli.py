@@ -1,4 +1,4 @@
-"""clients/chat_cli.py against the real runtime with scripted upstreams: every outcome,
+"""clients/chat_cli against the real runtime with scripted upstreams: every outcome,
 its status line and its exit code."""
 
 from __future__ import annotations

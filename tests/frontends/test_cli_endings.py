@@ -1,4 +1,4 @@
-"""How an answer ended, as clients/chat_cli.py tells it: a whole answer, one cut short (at
+"""How an answer ended, as clients/chat_cli tells it: a whole answer, one cut short (at
 the length limit or by the content filter), one that ended for a reason nobody knows, one
 with frames that could not be read, one that failed. Through /api/chat and --raw, against
 the real runtime with scripted models (tests/frontends/cli_scenarios.py)."""

@@ -1,4 +1,4 @@
-"""clients/chat_cli.py as a person uses it, in a pseudo-terminal of its own (pexpect: the
+"""clients/chat_cli as a person uses it, in a pseudo-terminal of its own (pexpect: the
 CLI's controlling terminal, so Ctrl-C and Ctrl-D are the terminal's own): answers rendered
 as markdown while they stream, reasoning apart, a conversation with /new, Ctrl-C and
 Ctrl-D. What a window would show is read through a terminal emulator (pyte), after rich's
@@ -175,7 +175,7 @@ def test_a_rendering_that_would_lose_text_shows_the_source_instead(answer, hidde
 def rendered_alone(answer: str) -> str:
     """What a 60-column window shows of MarkdownWriter given `answer` in one piece, on a
     terminal of its own (no request: what rich does with it)."""
-    script = ("import sys; sys.path.insert(0, 'clients'); import chat_cli; "
+    script = ("import sys; from clients import chat_cli; "
               "writer = chat_cli.MarkdownWriter(sys.stdout); writer.text(sys.argv[1]); writer.finish()")
     child = pexpect.spawn(sys.executable, ["-c", script, answer], cwd=str(ROOT), env=terminal_environment(), dimensions=(ROWS, 60),
                           encoding="utf-8", timeout=30)
@@ -299,7 +299,7 @@ def test_a_conversation_pictured_for_the_docs(start_runtime):
     screen = window(finished(child))
     lines = shown_lines(screen)
     assert lines[0].startswith("a conversation: ") and f"{PROMPT}{MARKDOWN}" in lines and THINKING_REASONING in lines
-    picture = terminal_svg.svg(screen, len(lines), "python clients/chat_cli.py")
+    picture = terminal_svg.svg(screen, len(lines), "python clients/chat_cli")
     assert "Streaming, briefly" in picture and picture.count("<text ") > len(lines)
     (ROOT / ".dev").mkdir(exist_ok=True)
     (ROOT / ".dev" / "cli-terminal.svg").write_text(picture)

@@ -428,7 +428,7 @@ def test_an_image_the_worker_would_refuse_is_a_usage_error_naming_the_file_befor
     async def no_request(*args: object, **kwargs: object) -> None:
         raise AssertionError("a request was sent")
 
-    monkeypatch.setattr(chat_cli, "ask", no_request)
+    monkeypatch.setattr(chat_cli.command, "ask", no_request)
     argv = ["--url", "http://127.0.0.1:9", *(arg for name in names for arg in ("--image", str(tmp_path / name))), "What is it?"]
     assert chat_cli.main(argv) == 2
     out, err = capsys.readouterr()

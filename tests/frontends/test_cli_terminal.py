@@ -1,4 +1,4 @@
-"""clients/chat_cli.py on a terminal: a real pseudo-terminal, the CLI as a process, the real
+"""clients/chat_cli on a terminal: a real pseudo-terminal, the CLI as a process, the real
 runtime with a scripted model. The model's escape sequences arrive visibly escaped and
 cannot forge the status line; in a pipe the answer stays the model's text byte for byte."""
 

@@ -8,6 +8,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from importlib import import_module
 from typing import Any, TypeVar
 
 from chat.api.body import BodyTooLarge
@@ -15,26 +16,19 @@ from chat.api.body import split as split_body
 from chat.api.conversations import (
     CONVERSATION_PREFIX,
     ConversationTurn,
-    checked_conversation,
-    checked_items,
-    checked_update,
-    conversation_key,
-    item_kind,
-    item_number,
 )
 from chat.api.images import MAX_IMAGE_TEXT_BYTES, urls_in
 from chat.api.openai import model_list, validate_completion
 from chat.api.responses import ResponsesRequest, named_for_history, validate_responses
 from chat.api.stored_items import PageQuery
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
+from chat.app.callers import client_of, owner_of
 from chat.config import Config, ConfigError
-from chat.conversation import client as conversations
 from chat.logs import log
 from chat.model.call import model_call
 from chat.output.check import answer_check
 from chat.platform.edge import JsEdge
 from chat.ratelimit.binding import spend
-from chat.ratelimit.keys import ClientKey, client_key
 from chat.resumable import client as resumable
 from chat.resumable.formats import ReaderFormat
 from chat.stream.collect import collect
@@ -45,7 +39,7 @@ from chat.turn import ChatTurn
 from chat.web import http
 from chat.web.errors import ApiError
 from chat.web.exchange import Exchange, Reply
-from chat.web.routes import ROUTES, Admitted, Match, admit, error_renderer, match
+from chat.web.routes import ROUTES, Admitted, Match, Route, admit, error_renderer, match
 from sse import (
     ERROR_CODES,
     SKIPPED_HEADER,
@@ -58,7 +52,6 @@ from sse import (
     ResponsesEncoder,
     SSEEncoder,
     UIMessageStreamEncoder,
-    portable_json,
 )
 
 Handler = Callable[[JsEdge, Exchange, Admitted], Awaitable[Reply]]
@@ -96,8 +89,8 @@ async def _serve(edge: JsEdge, exchange: Exchange, found: Match | None) -> Reply
     route = admitted.route
     if route.spends_budget and exchange.request.method == "POST":
         # After auth (only valid tokens reach the limiter), before the body is read.
-        await spend(edge.env, _client(exchange, admitted), request_id=exchange.request_id, route=route.name)
-    return await HANDLERS[route.name](edge, exchange, admitted)
+        await spend(edge.env, client_of(exchange, admitted), request_id=exchange.request_id, route=route.name)
+    return await handler_of(route)(edge, exchange, admitted)
 
 
 async def _read_turn(edge: JsEdge, config: Config, validate: Callable[[Any, Config], Checked], turn_of: Callable[[Checked], ChatTurn],
@@ -164,7 +157,7 @@ async def raw_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Repl
 
 
 async def _chat_resumable(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn, format: ReaderFormat) -> Reply:
-    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=_client(exchange, admitted).value)
+    call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name, client=client_of(exchange, admitted).value)
     body, headers = await resumable.start(edge.env, turn, call, request_id=exchange.request_id, format=format)
     return exchange.reply(body, 200, headers)
 
@@ -199,7 +192,7 @@ async def openai_chat(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> R
 
 async def openai_responses(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     config = admitted.config
-    owner = _owner(admitted)
+    owner = owner_of(admitted)
     turns: list[ConversationTurn] = []
     prepended: list[tuple[str, int]] = []
 
@@ -238,7 +231,7 @@ async def _stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted,
     in the background and not streamed, its head at once."""
     turn = request.turn
     call = model_call(turn, admitted.config, request_id=exchange.request_id, route=admitted.route.name,
-                      client=_client(exchange, admitted).value)
+                      client=client_of(exchange, admitted).value)
     first = await resumable.start_response(edge.env, request, call, request_id=exchange.request_id, created_at=int(time.time()),
                                            owner=owner, conversation=conversation)
     if request.stream:
@@ -251,7 +244,7 @@ async def _stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted,
 
 async def openai_stored_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     """GET: a stored response (`?stream=true`: its events, from `starting_after` on); DELETE: remove it."""
-    request, owner, response_id = exchange.request, _owner(admitted), admitted.key or ""
+    request, owner, response_id = exchange.request, owner_of(admitted), admitted.key or ""
     if request.method == "DELETE":
         deleted = await resumable.response_call(edge.env, response_id, "delete_response", owner)
         return exchange.reply(str(await deleted.text()), 200, {"content-type": http.JSON_TYPE})
@@ -272,64 +265,12 @@ async def openai_stored_response(edge: JsEdge, exchange: Exchange, admitted: Adm
 async def openai_response_input_items(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
     """A page of a stored response's input items (`?after=&limit=&order=`)."""
     query = PageQuery.of(http.query_of(exchange.request.url))
-    listed = await resumable.response_input_items(edge.env, admitted.key or "", query, _owner(admitted))
+    listed = await resumable.response_input_items(edge.env, admitted.key or "", query, owner_of(admitted))
     return exchange.reply(listed, 200, {"content-type": http.JSON_TYPE})
 
 
-# --- conversations (chat.conversation) -----------------------------------------------------------
-
-
-async def openai_conversations(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    """POST: a new conversation, with its first items."""
-    new = await _read_json(edge, admitted.config, lambda payload: checked_conversation(payload, admitted.config))
-    created = await conversations.create(edge.env, new, _owner(admitted), created_at=int(time.time()))
-    return exchange.reply(created, 200, {"content-type": http.JSON_TYPE})
-
-
-async def openai_conversation(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    """GET: the conversation; POST: its new metadata; DELETE: remove it."""
-    method, owner, conversation_id = exchange.request.method, _owner(admitted), admitted.key or ""
-    if method == "POST":
-        metadata = await _read_json(edge, admitted.config, checked_update)
-        answer = await conversations.call(edge.env, conversation_id, "update", owner, portable_json(metadata))
-    else:
-        answer = await conversations.call(edge.env, conversation_id, "remove" if method == "DELETE" else "describe", owner)
-    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
-
-
-async def openai_conversation_items(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    """GET: a page of the conversation's items; POST: more of them."""
-    owner, conversation_id = _owner(admitted), admitted.key or ""
-    if exchange.request.method == "POST":
-        items = await _read_json(edge, admitted.config, lambda payload: checked_items(
-            payload.get("items") if isinstance(payload, dict) else None, admitted.config))
-        answer = await conversations.call(edge.env, conversation_id, "add_items", owner, portable_json(items))
-    else:
-        answer = await conversations.items_page(edge.env, conversation_id, PageQuery.of(http.query_of(exchange.request.url)), owner)
-    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
-
-
-async def openai_conversation_item(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    """GET: one item of the conversation; DELETE: remove it (OpenAI answers the conversation)."""
-    conversation_id, item = admitted.key or "", admitted.item or ""
-    number = item_number(item, conversation_key(conversation_id) or "")
-    if number is None:
-        conversations.stub(edge.env, conversation_id)  # a conversation that is none is its 404 first
-        raise ApiError("item_not_found", "Item not found in this conversation.")
-    method = "delete_item" if exchange.request.method == "DELETE" else "get_item"
-    answer = await conversations.call(edge.env, conversation_id, method, _owner(admitted), number, item_kind(item))
-    return exchange.reply(answer, 200, {"content-type": http.JSON_TYPE})
-
-
-async def _read_json(edge: JsEdge, config: Config, check: Callable[[Any], Checked]) -> Checked:
-    """A JSON body of at most the body limit (images and all), checked by `check`."""
-    if not is_json_media_type(edge.request.header("content-type")):
-        raise ApiError("unsupported_media_type")
-    return check(parse_json_body(await edge.read_body(config.body_limit + MAX_IMAGE_TEXT_BYTES)))
-
-
 async def openai_cancel_response(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
-    cancelled = await resumable.response_call(edge.env, admitted.key or "", "cancel_response", _owner(admitted))
+    cancelled = await resumable.response_call(edge.env, admitted.key or "", "cancel_response", owner_of(admitted))
     return exchange.reply(str(await cancelled.text()), 200, {"content-type": http.JSON_TYPE})
 
 
@@ -380,7 +321,7 @@ async def _stream(
 
 async def _start_model(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn: ChatTurn) -> Started:
     config, route = admitted.config, admitted.route.name
-    call = model_call(turn, config, request_id=exchange.request_id, route=route, client=_client(exchange, admitted).value)
+    call = model_call(turn, config, request_id=exchange.request_id, route=route, client=client_of(exchange, admitted).value)
     return await start_model_stream(edge.env.AI, call, config, exchange.request_id, edge.keep_alive)
 
 
@@ -392,17 +333,19 @@ def _log_fields(exchange: Exchange, route: str, started: Started) -> dict[str, A
     return fields
 
 
-def _owner(admitted: Admitted) -> str:
-    # Who may touch a stored response: the holder of the bearer token (its digest) when the
-    # Worker requires one, else whoever has the response's id (chat.resumable.client).
-    return "" if admitted.token is None else client_key(token=admitted.token, ip=None).value
+def handler_of(route: Route) -> Handler:
+    """The function a route's entry names (`module:function`), imported the first time."""
+    found = _HANDLERS.get(route.name)
+    if found is None:
+        assert route.handler is not None  # (answered before dispatch otherwise)
+        module, _, name = route.handler.partition(":")
+        found = _HANDLERS[route.name] = getattr(import_module(module), name)
+    return found
 
 
-def _client(exchange: Exchange, admitted: Admitted) -> ClientKey:
-    # The rate limiter's key for this client: its token's digest, or its address.
-    return client_key(token=admitted.token, ip=exchange.request.header("cf-connecting-ip"))
-
-
-# Each route's handler, by the name its entry in the route table gives (a name missing
-# here fails at import, so in every runtime test).
-HANDLERS: dict[str, Handler] = {route.name: globals()[route.handler] for route in ROUTES if route.handler is not None}
+# Every route's handler, looked up once here: a name missing fails at import, so in every
+# runtime test.
+_HANDLERS: dict[str, Handler] = {}
+for _route in ROUTES:
+    if _route.handler is not None:
+        handler_of(_route)

@@ -2,7 +2,7 @@
 origin, CORS, preflight, 405, auth). Pure Python, so every rule here is unit-tested on
 CPython; chat.app dispatches to the handler a route names.
 
-Adding a route is one entry in ROUTES (and its handler in chat.app.handlers): matching,
+Adding a route is one entry in ROUTES (and its handler, in the module the entry names): matching,
 405's Allow, the methods a preflight allows, rate limiting and the error shape all derive from it.
 The error shape is the surface's: every path under /v1/ is OpenAI's API, routes and 404s
 alike, and answers in OpenAI's shape; every other path in this project's.
@@ -27,8 +27,10 @@ ITEM = "{item}"  # a second one, after ID: an item's id in its conversation
 class Route:
     """A path the Worker serves.
 
-    `name` is the `route` of its log lines; `handler` names its function in
-    chat.app.handlers (None: answered here, before the configuration is read). A route
+    `name` is the `route` of its log lines; `handler` names its function as
+    `module:function` (in chat.app, imported by chat.app.handlers, which JS needs: a
+    string keeps this table importable on CPython); None: answered here, before the
+    configuration is read. A route
     that `spends_budget` starts inference or writes storage when POSTed to: each POST
     spends one unit of its client's rate-limit budget before its body is read (a GET of
     the same path, reading, does not). A route with a `public_var` fails closed.
@@ -62,33 +64,33 @@ class Route:
 
 ROUTES: tuple[Route, ...] = (
     Route(name="health", path="/health", methods=("GET", "HEAD"), handler=None),
-    Route(name="chat", path="/api/chat", methods=("POST",), handler="chat", spends_budget=True),
-    Route(name="raw", path="/api/chat/raw", methods=("POST",), handler="raw_chat", spends_budget=True),
-    Route(name="ui-chat", path="/api/ui-chat", methods=("POST",), handler="ui_chat", spends_budget=True),
-    Route(name="chat-stream", path=f"/api/chat/streams/{ID}", methods=("GET", "DELETE"), handler="stream_reader"),
-    Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="stream_reader"),
-    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="openai_chat", spends_budget=True,
+    Route(name="chat", path="/api/chat", methods=("POST",), handler="chat.app.handlers:chat", spends_budget=True),
+    Route(name="raw", path="/api/chat/raw", methods=("POST",), handler="chat.app.handlers:raw_chat", spends_budget=True),
+    Route(name="ui-chat", path="/api/ui-chat", methods=("POST",), handler="chat.app.handlers:ui_chat", spends_budget=True),
+    Route(name="chat-stream", path=f"/api/chat/streams/{ID}", methods=("GET", "DELETE"), handler="chat.app.handlers:stream_reader"),
+    Route(name="ui-chat-stream", path=f"/api/ui-chat/{ID}/stream", methods=("GET",), handler="chat.app.handlers:stream_reader"),
+    Route(name="openai-chat", path="/v1/chat/completions", methods=("POST",), handler="chat.app.handlers:openai_chat", spends_budget=True,
           public_var="OPENAI_API_PUBLIC"),
-    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="openai_responses", spends_budget=True,
+    Route(name="openai-responses", path="/v1/responses", methods=("POST",), handler="chat.app.handlers:openai_responses", spends_budget=True,
           public_var="OPENAI_API_PUBLIC"),
     # Stored responses (chat.resumable): read, stream again, delete, their input items, cancel.
-    Route(name="openai-response", path=f"/v1/responses/{ID}", methods=("GET", "DELETE"), handler="openai_stored_response",
+    Route(name="openai-response", path=f"/v1/responses/{ID}", methods=("GET", "DELETE"), handler="chat.app.handlers:openai_stored_response",
           public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-response-input-items", path=f"/v1/responses/{ID}/input_items", methods=("GET",),
-          handler="openai_response_input_items", public_var="OPENAI_API_PUBLIC"),
-    Route(name="openai-response-cancel", path=f"/v1/responses/{ID}/cancel", methods=("POST",), handler="openai_cancel_response",
+          handler="chat.app.handlers:openai_response_input_items", public_var="OPENAI_API_PUBLIC"),
+    Route(name="openai-response-cancel", path=f"/v1/responses/{ID}/cancel", methods=("POST",), handler="chat.app.handlers:openai_cancel_response",
           public_var="OPENAI_API_PUBLIC"),
     # Conversations (chat.conversation): each request that writes spends a unit, as storage is written.
-    Route(name="openai-conversations", path="/v1/conversations", methods=("POST",), handler="openai_conversations",
+    Route(name="openai-conversations", path="/v1/conversations", methods=("POST",), handler="chat.app.conversations:openai_conversations",
           spends_budget=True, public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-conversation", path=f"/v1/conversations/{ID}", methods=("GET", "POST", "DELETE"),
-          handler="openai_conversation", public_var="OPENAI_API_PUBLIC"),
+          handler="chat.app.conversations:openai_conversation", public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-conversation-items", path=f"/v1/conversations/{ID}/items", methods=("GET", "POST"),
-          handler="openai_conversation_items", spends_budget=True, public_var="OPENAI_API_PUBLIC"),
+          handler="chat.app.conversations:openai_conversation_items", spends_budget=True, public_var="OPENAI_API_PUBLIC"),
     Route(name="openai-conversation-item", path=f"/v1/conversations/{ID}/items/{ITEM}", methods=("GET", "DELETE"),
-          handler="openai_conversation_item", public_var="OPENAI_API_PUBLIC"),
+          handler="chat.app.conversations:openai_conversation_item", public_var="OPENAI_API_PUBLIC"),
     # Open: the chat page reads it, and it names only the models.
-    Route(name="openai-models", path="/v1/models", methods=("GET",), handler="openai_models"),
+    Route(name="openai-models", path="/v1/models", methods=("GET",), handler="chat.app.handlers:openai_models"),
 )
 
 OPENAI_PREFIX = "/v1/"  # OpenAI's API: routes, and paths that are none

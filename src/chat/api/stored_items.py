@@ -24,9 +24,11 @@ from sse import portable_json
 
 ITEM_PREFIXES = {"message": "msg", "function_call": "fc", "function_call_output": "fco", "reasoning": "rs"}
 _ITEM_ID = re.compile(r"(msg|fc|fco|rs)_([0-9a-f]{64})_(i?)(0|[1-9][0-9]{0,3})")
-# How many stored responses one request may reference: each is a call to its object (a
-# subrequest of the Worker's). An agent loop references the responses of its earlier steps.
-MAX_REFERENCED_RESPONSES = 64
+# How many stored responses one request may reference: each is a call to its object, a
+# subrequest of the Worker's, and the Workers Free plan allows 50 a request (Paid 10,000;
+# developers.cloudflare.com/workers/platform/limits/, read 2026-12-03), which the model's
+# call, its fallbacks and the rate limiter share. An agent loop references its earlier steps.
+MAX_REFERENCED_RESPONSES = 32
 # GET .../input_items: OpenAI's bounds and defaults on a page (openai 3.57.0's
 # input_item_list_params.py: limit 1 to 100, default 20; order "asc" or "desc", default "desc").
 MAX_PAGE_ITEMS = 100

@@ -19,6 +19,7 @@ from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import done_frame, scripted_options, transcript, usage_frame
 from tests.openai_api.test_openai_sdk import MODEL, sdk
 from tests.openai_api.test_responses_clients import AI_SDK_DRIVER
+from tests.runtime.test_rate_limit import in_one_window
 
 set_tracing_disabled(True)  # the SDK would send traces to OpenAI's servers
 SCRIPTS = scripted_options([transcript(), usage_frame(3, 1), done_frame()])
@@ -131,6 +132,7 @@ async def test_the_ai_sdks_tool_loop_runs_as_turns_of_a_conversation(start_runti
 async def test_writing_a_conversation_spends_the_clients_budget_and_reading_it_does_not(start_runtime):
     runtime = start_runtime(scripted_options([transcript(), done_frame()], rate_limit=2))
     client = sdk(runtime)
+    await in_one_window()  # the local limiter's windows follow the clock: none may end mid-test
     conversation = await client.conversations.create()
     for _ in range(5):
         await client.conversations.items.list(conversation.id)

@@ -470,7 +470,9 @@ async def test_a_chain_of_turns_with_large_reasoning_items_keeps_only_what_the_m
         answer = await http.post(runtime.url + "/v1/responses", json=body)
         assert answer.status_code == 200, answer.text[:300]
         previous = answer.json()["id"]
-    sizes = [record["storage_bytes"] for record in runtime.records(mark) if record["event"] == "chat_resumable_stored"]
+    # Each object logs its size once the answer's end is durable, after its last reader was
+    # answered: waited for, not read at once.
+    sizes = [record["storage_bytes"] for record in runtime.wait_for_count("chat_resumable_stored", 4, since=mark)]
     assert len(sizes) == 4 and max(sizes) < 200_000, sizes
 
 

@@ -1,8 +1,9 @@
 """The SSE core: a sans-IO event-stream parser (a receive buffer that hands out whole
-events, and a reader of their lines), upstream normalizer, protocol encoders (our SSE and
-NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and completions, OpenAI
-Responses), the Reframer that composes them, and
-the one table of client-facing error codes every surface renders.
+events, and a reader of their lines), upstream normalizer, the answer's parts (where each
+starts and ends, decided once), protocol encoders written in one vocabulary of events
+(_events: our SSE and NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and
+completions, OpenAI Responses), the Reframer that composes them, and the one table of
+client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
 
@@ -15,7 +16,7 @@ from ._errors import (
     SSEError,
     StreamClosedError,
 )
-from ._events import Event, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Event, Part, PartKind, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded, portable_json
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
 from ._numbering import FAST_PATH_MAX_CHARS, FrameNumberer
@@ -79,6 +80,8 @@ __all__ = [
     "NDJSONEncoder",
     "OpenAIChunkEncoder",
     "OpenAICompletionEncoder",
+    "Part",
+    "PartKind",
     "RATE_LIMIT_CODES",
     "ReceiveBuffer",
     "ReplayFormat",

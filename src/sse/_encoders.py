@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from types import MappingProxyType
 
-from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Part, ReframerStats, ToolCall, ToolCallDelta
 from ._jsonstr import scan_body
 
 __all__ = [
@@ -73,12 +73,16 @@ def _tool_call_payload(call: ToolCall) -> dict[str, object]:
 
 
 class Encoder(ABC):
-    """One encoding of the protocol. Each method returns the text of one frame.
+    """One encoding of the protocol: a method for each event of the vocabulary in
+    sse._events, each returning the text of its frames ("" for none).
 
-    A new encoding implements the nine frame methods and `content_type`; the Reframer
-    needs nothing else. `headers` are the response's headers for this encoding. An encoder may keep state (an encoding that opens and closes a
-    text part would), so give every Reframer its own instance. `padding` is made only of
-    ASCII letters and digits, so an encoder may embed it in JSON without escaping.
+    A new encoding implements the abstract methods and `content_type`; the Reframer
+    needs nothing else. The Reframer decides where parts start and end (sse._parts) and
+    calls `part_start` and `part_end` for each; between them, `delta`, `reasoning` and
+    the tool-call methods carry the open part's content. `headers` are the response's
+    headers for this encoding. An encoder may keep state (the ids it gave, an answer it
+    repeats at its end), so give every Reframer its own instance. `padding` is made only
+    of ASCII letters and digits, so an encoder may embed it in JSON without escaping.
     """
 
     content_type: str
@@ -101,14 +105,22 @@ class Encoder(ABC):
         `gateway_log_id` the AI Gateway's log entry of the model call (None: no gateway)."""
 
     @abstractmethod
-    def delta(self, text: str, padding: str) -> str: ...
+    def part_start(self, part: Part, padding: str) -> str:
+        """A part begins; a tool call's (`part.call`: its id and name) with `padding`,
+        text and reasoning parts with none."""
+
+    def part_end(self, part: Part, whole: bool) -> str:
+        """A part ended: `whole` unless the answer was cut off or failed in it. Most
+        encodings have no frame for it."""
+        return ""
 
     @abstractmethod
-    def reasoning(self, text: str, padding: str) -> str: ...
+    def delta(self, text: str, padding: str) -> str:
+        """Text of the open text part."""
 
     @abstractmethod
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        """A tool call begins (its id and name)."""
+    def reasoning(self, text: str, padding: str) -> str:
+        """Text of the open reasoning part."""
 
     @abstractmethod
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
@@ -183,7 +195,10 @@ class SSEEncoder(Encoder):
     def json_reasoning(self, body: str, padding: str) -> str:
         return f'event: reasoning\ndata: {{"text":"{body}","p":"{padding}"}}\n\n'
 
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+    def part_start(self, part: Part, padding: str) -> str:
+        call = part.call
+        if call is None:
+            return ""
         return (f'event: tool_call_start\ndata: {{"index":{call.index},"call_id":{encode_basestring(call.id)},'
                 f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n\n')
 
@@ -234,7 +249,10 @@ class NDJSONEncoder(Encoder):
     def json_reasoning(self, body: str, padding: str) -> str:
         return f'{{"type":"reasoning","text":"{body}","p":"{padding}"}}\n'
 
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+    def part_start(self, part: Part, padding: str) -> str:
+        call = part.call
+        if call is None:
+            return ""
         return (f'{{"type":"tool_call_start","index":{call.index},"call_id":{encode_basestring(call.id)},'
                 f'"name":{encode_basestring(call.name)},"p":"{padding}"}}\n')
 

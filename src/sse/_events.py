@@ -1,15 +1,25 @@
-"""Value objects that cross the package's API: parsed events, tool calls, statistics.
+"""Value objects that cross the package's API: parsed events, the answer's parts, tool
+calls, statistics.
 
 Frozen, keyword-only dataclasses in the manner of h11's events: they are cheap to compare
 in tests and cannot be half-built or changed after the fact.
+
+The vocabulary every encoder is written in (an Encoder method for each): an answer is a
+sequence of parts (`Part`: a run of text, a run of reasoning, or one tool call), each
+started once and ended once, by the core (sse._parts), never by an encoder; between its
+start and its end a text part gets text deltas, a reasoning part reasoning deltas, and a
+call part its `ToolCallDelta`s and then its `ToolCall` when its input is whole. After the
+parts comes one terminal: `done` with the `ReframerStats` (finish reason, usage, skipped
+frames), or `error` with a code.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "ReframerStats", "ToolCall", "ToolCallDelta", "ToolCallStart"]
+__all__ = ["Event", "Part", "PartKind", "ReframerStats", "ToolCall", "ToolCallDelta", "ToolCallStart"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,6 +65,22 @@ class ToolCall:
     arguments: str
     input: dict[str, Any] | None
     input_error: str | None = None
+
+
+class PartKind(enum.Enum):
+    TEXT = "text"
+    REASONING = "reasoning"
+    TOOL_CALL = "tool_call"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Part:
+    """One part of an answer. `number` is its place among the answer's parts, from 0 (a
+    Responses output item's index); `call` is a tool call part's start, None otherwise."""
+
+    kind: PartKind
+    number: int
+    call: ToolCallStart | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

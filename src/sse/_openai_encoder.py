@@ -16,7 +16,7 @@ from json.encoder import encode_basestring
 
 from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
-from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Part, ReframerStats, ToolCall, ToolCallDelta
 
 __all__ = ["SKIPPED_HEADER", "OpenAIChunkEncoder", "OpenAICompletionEncoder", "openai_error", "openai_finish_reason", "openai_usage"]
 
@@ -148,8 +148,12 @@ class OpenAIChunkEncoder(_OpenAIEncoder):
     def reasoning(self, text: str, padding: str) -> str:
         return self._choice(f'{{"reasoning_content":{encode_basestring(text)}}}', padding)
 
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        # OpenAI's first fragment of a call: its id, type and name, no arguments yet.
+    def part_start(self, part: Part, padding: str) -> str:
+        # OpenAI's stream has no part frames but a call's first fragment: its id, type and
+        # name, no arguments yet.
+        call = part.call
+        if call is None:
+            return ""
         return self._choice(
             f'{{"tool_calls":[{{"index":{call.index},"id":{encode_basestring(call.id)},"type":"function",'
             f'"function":{{"name":{encode_basestring(call.name)},"arguments":""}}}}]}}',
@@ -216,7 +220,7 @@ class OpenAICompletionEncoder(_OpenAIEncoder):
         self._reasoning.append(text)
         return ""
 
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
+    def part_start(self, part: Part, padding: str) -> str:
         return ""
 
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:

@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from ._answer_check import AnswerCheck
 from ._codes import ERROR_MESSAGES
 from ._encoders import Encoder, SSEEncoder
-from ._events import ReframerStats, ToolCall, ToolCallDelta
+from ._events import PartKind, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._jsonstr import scan_body
 from ._normalizer import UpstreamNormalizer, native_event_bodies
 from ._padding import DEFAULT_MAX_PADDING, paddings
 from ._parser import EventReader, RawEvent
+from ._parts import AnswerParts
 from ._receivebuffer import DEFAULT_MAX_EVENT_CHARS, DEFAULT_MAX_LINE_BYTES, ReceiveBuffer
 from ._stop import StopScanner
 
@@ -25,6 +26,8 @@ __all__ = ["CUT_SHORT_REASONS", "Reframer"]
 
 # Finish reasons that say the answer was cut short, not ended by the model's choice.
 CUT_SHORT_REASONS = frozenset({"length", "content_filter"})
+TEXT = PartKind.TEXT
+REASONING = PartKind.REASONING
 
 
 class Reframer:
@@ -84,6 +87,7 @@ class Reframer:
         self._reader = EventReader()
         self._normalizer = UpstreamNormalizer(call_id_prefix=f"call_{request_id}")
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
+        self._parts = AnswerParts(self._encoder)
         self._pads = paddings(max_padding, rng)
         self._stop = StopScanner(stop) if stop else None
         self._check = answer_check
@@ -188,13 +192,16 @@ class Reframer:
         chars = len(scan_body(body)) if "\\" in body else len(body)
         # Through _encode: an encoder that decodes the body (the default) may bring back
         # a lone surrogate from an escape.
+        parts = self._parts
         if reasoning:
             self._reasoning_deltas += 1
             self._reasoning_chars += chars
-            return self._encode([self._encoder.json_reasoning(body, next(self._pads))])
+            start = "" if parts.writing is REASONING else parts.start(REASONING)
+            return self._encode([start, self._encoder.json_reasoning(body, next(self._pads))])
         self._deltas += 1
         self._chars += chars
-        return self._encode([self._encoder.json_delta(body, next(self._pads))])
+        start = "" if parts.writing is TEXT else parts.start(TEXT)
+        return self._encode([start, self._encoder.json_delta(body, next(self._pads))])
 
     def feed(self, text: str) -> str:
         """The frames for every upstream event `text` completes.
@@ -219,6 +226,8 @@ class Reframer:
                 if bodies is None:
                     self._emit(self._reader.read(block), out)
                 else:
+                    if self._parts.writing is not TEXT:
+                        out.append(self._parts.start(TEXT))
                     out.append(self._encoder.json_deltas(bodies, self._pads))
                     self._deltas += len(bodies)
                     if "\\" in block:
@@ -268,13 +277,7 @@ class Reframer:
             self._emit_tool_events(out)
             if self._stop is not None:
                 # The text held back in case it began a stop sequence did not.
-                held = self._stop.flush()
-                if held:
-                    out.append(self._encoder.delta(held, next(self._pads)))
-                    self._deltas += 1
-                    self._chars += len(held)
-                    if self._check is not None:
-                        self._check.feed(held)
+                self._held_text(self._stop.flush(), out)
             out.append(self._done())
         else:
             out.append(self._error("upstream_incomplete"))
@@ -302,8 +305,19 @@ class Reframer:
             code = check.verdict()
             if code is not None:
                 return self._error(code)
+        ended = self._parts.finish(cut=self._cut(stats))
         self._end()
-        return self._encoder.done(stats)
+        return ended + self._encoder.done(stats)
+
+    def _cut(self, stats: ReframerStats) -> bool:
+        # Cut short, or (the model said neither that it stopped nor why not) the budget
+        # spent: the rule of sse.openai_finish_reason.
+        reason = stats.finish_reason
+        if reason in CUT_SHORT_REASONS:
+            return True
+        usage = stats.usage
+        return (reason not in ("stop", "tool_calls") and self._max_tokens is not None and usage is not None
+                and usage["completion_tokens"] >= self._max_tokens)
 
     def _end(self) -> None:
         # Whatever the upstream left unfinished is dropped at once, not when this object
@@ -325,23 +339,34 @@ class Reframer:
             code = "internal_error"
         # Text held back in case it began a stop sequence is model text like the rest:
         # the partial answer before the error keeps it.
-        held = self._stop.flush() if self._stop is not None and not self._stop.matched else ""
-        before = ""
-        if held:
-            before = self._encoder.delta(held, next(self._pads))
-            self._deltas += 1
-            self._chars += len(held)
+        before: list[str] = []
+        if self._stop is not None and not self._stop.matched:
+            self._held_text(self._stop.flush(), before, check=False)
+        before.append(self._parts.abandon())
         self._end()
         self.last_error_code = code
-        return before + self._encoder.error(
+        return "".join(before) + self._encoder.error(
             code=code, message=ERROR_MESSAGES[code], request_id=self.request_id
         )
+
+    def _held_text(self, held: str, out: list[str], *, check: bool = True) -> None:
+        # Text held back in case it began a stop sequence, now known not to: sent as it is.
+        if not held:
+            return
+        if self._parts.writing is not TEXT:
+            out.append(self._parts.start(TEXT))
+        out.append(self._encoder.delta(held, next(self._pads)))
+        self._deltas += 1
+        self._chars += len(held)
+        if check and self._check is not None:
+            self._check.feed(held)
 
     def _emit(self, events: list[RawEvent], out: list[str]) -> None:
         # One iteration per upstream event, with locals instead of attribute lookups.
         normalizer = self._normalizer
         read = normalizer.read
         encoder = self._encoder
+        parts = self._parts
         delta = encoder.delta
         pads = self._pads
         deltas = self._deltas
@@ -356,10 +381,14 @@ class Reframer:
             if stop is not None and text:
                 text = stop.feed(text)
             if reasoning:
+                if parts.writing is not REASONING:
+                    out.append(parts.start(REASONING))
                 out.append(encoder.reasoning(reasoning, next(pads)))
                 self._reasoning_deltas += 1
                 self._reasoning_chars += len(reasoning)
             if text:
+                if parts.writing is not TEXT:
+                    out.append(parts.start(TEXT))
                 out.append(delta(text, next(pads)))
                 deltas += 1
                 chars += len(text)
@@ -369,13 +398,9 @@ class Reframer:
                 if stop is not None:
                     # Text held back in case it began a stop sequence did not: a tool
                     # call came first. It goes out before the call, in the model's order.
-                    held = stop.flush()
-                    if held:
-                        out.append(delta(held, next(pads)))
-                        deltas += 1
-                        chars += len(held)
-                        if check is not None:
-                            check.feed(held)
+                    self._deltas, self._chars = deltas, chars
+                    self._held_text(stop.flush(), out)
+                    deltas, chars = self._deltas, self._chars
                 self._emit_tool_events(out)
             if stop is not None and stop.matched or normalizer.failure is not None:
                 self._ignore_boms_after(index)
@@ -389,14 +414,15 @@ class Reframer:
 
     def _emit_tool_events(self, out: list[str]) -> None:
         encoder = self._encoder
+        parts = self._parts
         events = self._normalizer.tool_events
         for event in events:
             if isinstance(event, ToolCallDelta):
                 out.append(encoder.tool_call_delta(event, next(self._pads)))
             elif isinstance(event, ToolCall):
-                out.append(encoder.tool_call(event))
-            else:
-                out.append(encoder.tool_call_start(event, next(self._pads)))
+                out.append(parts.call_whole(event))
+            elif isinstance(event, ToolCallStart):
+                out.append(parts.start_call(event, next(self._pads)))
         events.clear()
 
     @staticmethod

@@ -15,12 +15,13 @@ writes a summary of it; a client that asks for one (`reasoning.summary`) gets th
 itself in a `summary_text` part instead, with the summary events, because that is the only
 reasoning Codex CLI and the AI SDK show (docs/openai.md, "Reasoning").
 
-An item is closed once the next one opens (calls: once text or reasoning follows them) or
-the answer ends whole, so the item being
-written when the answer is cut (`incomplete`) or fails is never closed: its `done` events
-would read as a finished message or call (Codex CLI shows a closed message as the reply),
-and the terminal Response lists it as `incomplete`. Opening and closing items is this
-encoder's state, so every response needs its own instance.
+An item is one part of the answer (sse._events.Part), opened when the core starts the
+part and closed when it ends it whole (sse._parts: calls once text or reasoning follows
+them, or the answer ends whole), so the item being written when the answer is cut
+(`incomplete`) or fails is never closed: its `done` events would read as a finished
+message or call (Codex CLI shows a closed message as the reply), and the terminal Response
+lists it as `incomplete`. The items are this encoder's state, so every response needs its
+own instance.
 
 The terminal events repeat the whole output, so the answer is kept here (as the JSON
 string bodies it was sent with, decoded once when its item closes): this surface holds the
@@ -36,7 +37,7 @@ from typing import Any
 
 from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
-from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Part, PartKind, ReframerStats, ToolCall, ToolCallDelta
 from ._openai_encoder import JSON_TYPE, SKIPPED_FIELD, openai_error, openai_finish_reason
 
 __all__ = [
@@ -139,10 +140,8 @@ class ResponsesEncoder(Encoder):
         self._id = ""
         self._model = ""
         self._sequence = 0
-        self._items: list[_Item] = []
-        self._open: _Item | None = None  # the reasoning or message item being streamed
-        self._calls: dict[int, _Item] = {}  # a call's index -> its item, until it is whole
-        self._whole_calls: list[_Item] = []  # calls whole but not closed yet: the next item or the end closes them
+        self._items: list[_Item] = []  # one a part, in the parts' order: the open text or reasoning is the last
+        self._calls: dict[int, _Item] = {}  # a call's index -> its item, until its input is whole
         self._held = 0  # characters of text, reasoning and arguments held
         self._text_prefix = ""  # what every text delta of the open message starts with
 
@@ -184,45 +183,40 @@ class ResponsesEncoder(Encoder):
             return ""
         return self._event("response.created", {"response": response}) + self._event("response.in_progress", {"response": response})
 
+    def part_start(self, part: Part, padding: str) -> str:
+        if part.kind is PartKind.TEXT:
+            return self._open_message()
+        if part.kind is PartKind.REASONING:
+            return self._open_reasoning()
+        assert part.call is not None
+        return self._open_call(part.call.index, part.call.id, part.call.name)
+
+    def part_end(self, part: Part, whole: bool) -> str:
+        # A part cut off or failed is never closed (see the module's docstring).
+        return self._close(self._items[part.number]) if whole else ""
+
     def delta(self, text: str, padding: str) -> str:
         return self.json_delta(encode_basestring(text)[1:-1], padding)
 
     def json_delta(self, body: str, padding: str) -> str:
-        opening = "" if self._open is not None and self._open.kind == "message" else self._open_message()
         self._hold(body)
         if not self._streamed:
             return ""
         number = self._next()
-        return f'{opening}{self._text_prefix}"{body}","logprobs":[]{_obfuscation(padding)},"sequence_number":{number}}}\n\n'
+        return f'{self._text_prefix}"{body}","logprobs":[]{_obfuscation(padding)},"sequence_number":{number}}}\n\n'
 
     def reasoning(self, text: str, padding: str) -> str:
         return self.json_reasoning(encode_basestring(text)[1:-1], padding)
 
     def json_reasoning(self, body: str, padding: str) -> str:
-        opening = "" if self._open is not None and self._open.kind == "reasoning" else self._open_reasoning()
         item = self._hold(body)
         if not self._streamed:
             return ""
         number = self._next()
         _, events, index = self._thinking
-        return (f'{opening}event: {events}_text.delta\ndata: {{"type":"{events}_text.delta",'
+        return (f'event: {events}_text.delta\ndata: {{"type":"{events}_text.delta",'
                 f'"item_id":"{item.item_id}","output_index":{item.index},"{index}":0,"delta":"{body}"'
                 f'{_obfuscation(padding)},"sequence_number":{number}}}\n\n')
-
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        # Whole calls before it stay open: an upstream may still send pieces of one (the
-        # stream then fails), and a call closed would be run.
-        out = self._close_finished(calls=False)
-        namespace, name = self._names.get(call.name, (None, call.name))
-        fields: dict[str, Any] = {"call_id": call.id, "name": name}
-        if namespace is not None:
-            fields["namespace"] = namespace
-        item = _Item("function_call", len(self._items), f"fc_{self._id[5:]}_{len(self._items)}", fields)
-        self._items.append(item)
-        self._calls[call.index] = item
-        if self._streamed:
-            out += self._event("response.output_item.added", {"output_index": item.index, "item": self._call_item(item, "in_progress")})
-        return out
 
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
         item = self._calls[delta.index]
@@ -237,11 +231,10 @@ class ResponsesEncoder(Encoder):
                 f'"sequence_number":{number}}}\n\n')
 
     def tool_call(self, call: ToolCall) -> str:
-        # Whole, as the assembler has it; closed when the next item opens or the answer ends.
+        # Whole, as the assembler has it; closed when its part ends.
         item = self._calls.pop(call.index)
         item.whole = call.arguments
         item.bodies = []
-        self._whole_calls.append(item)
         return ""
 
     def ping(self) -> str:
@@ -251,9 +244,6 @@ class ResponsesEncoder(Encoder):
     def done(self, stats: ReframerStats) -> str:
         # The Chat Completions rule: a budget spent without a finish reason reads as a cut.
         reason = _INCOMPLETE.get(openai_finish_reason(stats, self._max_tokens))
-        if reason is not None and self._items:
-            self._leave_open(self._items[-1])  # the item the cut fell in
-        out = self._close_finished()
         usage = None if stats.usage is None else responses_usage(stats.usage)
         status = "completed" if reason is None else "incomplete"
         response = self._response(status, usage=usage, incomplete=reason)
@@ -261,15 +251,12 @@ class ResponsesEncoder(Encoder):
             response[SKIPPED_FIELD] = stats.skipped  # frames left out: the answer may have gaps (an extra key, kept by the SDKs)
         if not self._streamed:
             return _dumps(response)
-        return out + self._event(f"response.{status}", {"response": response})
+        return self._event(f"response.{status}", {"response": response})
 
     def error(self, *, code: str, message: str, request_id: str) -> str:
         if not self._streamed:
             return _dumps(openai_error(code, message))
-        # Nothing being written is closed (see the module's docstring).
-        self._open = None
-        self._calls.clear()
-        self._whole_calls.clear()
+        # Nothing being written was closed (see the module's docstring).
         # OpenAI's `error` event, with the fields of its type and the `error` object that
         # makes the openai SDKs raise; then the terminal, which clients that skip `error`
         # (Codex CLI) end on. The Response's error.code is one of OpenAI's own few: ours
@@ -287,57 +274,48 @@ class ResponsesEncoder(Encoder):
     # --- items ------------------------------------------------------------------------------
 
     def _hold(self, body: str) -> _Item:
-        item = self._open
-        assert item is not None
+        item = self._items[-1]  # the open message or reasoning
         item.bodies.append(body)
         self._held += len(body)
         return item
 
     def _open_message(self) -> str:
-        out = self._close_finished()
-        item = self._open = self._add("message", "msg")
+        item = self._add("message", "msg")
         self._text_prefix = (f'event: response.output_text.delta\ndata: {{"type":"response.output_text.delta",'
                              f'"item_id":"{item.item_id}","output_index":{item.index},"content_index":0,"delta":')
         if not self._streamed:
-            return out
+            return ""
         added = {"id": item.item_id, "type": "message", "status": "in_progress", "role": "assistant", "content": []}
         part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
+        return (self._event("response.output_item.added", {"output_index": item.index, "item": added})
                 + self._event("response.content_part.added", {"item_id": item.item_id, "output_index": item.index,
                                                               "content_index": 0, "part": part}))
 
     def _open_reasoning(self) -> str:
-        out = self._close_finished()
-        item = self._open = self._add("reasoning", "rs")
+        item = self._add("reasoning", "rs")
         if not self._streamed:
-            return out
+            return ""
         added = {"id": item.item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
         kind, _, index = self._thinking
         part_added = "response.reasoning_summary_part.added" if kind == "summary_text" else "response.content_part.added"
-        return (out + self._event("response.output_item.added", {"output_index": item.index, "item": added})
+        return (self._event("response.output_item.added", {"output_index": item.index, "item": added})
                 + self._event(part_added, {"item_id": item.item_id, "output_index": item.index, index: 0,
                                            "part": {"type": kind, "text": ""}}))
 
-    def _add(self, kind: str, prefix: str) -> _Item:
-        item = _Item(kind, len(self._items), f"{prefix}_{self._id[5:]}_{len(self._items)}")
+    def _open_call(self, index: int, call_id: str, name_known: str) -> str:
+        namespace, name = self._names.get(name_known, (None, name_known))
+        fields: dict[str, Any] = {"call_id": call_id, "name": name}
+        if namespace is not None:
+            fields["namespace"] = namespace
+        item = self._calls[index] = self._add("function_call", "fc", fields)
+        if not self._streamed:
+            return ""
+        return self._event("response.output_item.added", {"output_index": item.index, "item": self._call_item(item, "in_progress")})
+
+    def _add(self, kind: str, prefix: str, call: dict[str, Any] | None = None) -> _Item:
+        item = _Item(kind, len(self._items), f"{prefix}_{self._id[5:]}_{len(self._items)}", call)
         self._items.append(item)
         return item
-
-    def _leave_open(self, item: _Item) -> None:
-        # Never closed: the answer was cut while it was being written.
-        if self._open is item:
-            self._open = None
-        if item in self._whole_calls:
-            self._whole_calls.remove(item)
-
-    def _close_finished(self, *, calls: bool = True) -> str:
-        """Closes the item being streamed and, unless `calls` is false, the calls that are
-        whole, in output order."""
-        finished = [*(self._whole_calls if calls else []), *([self._open] if self._open is not None else [])]
-        self._open = None
-        if calls:
-            self._whole_calls = []
-        return "".join([self._close(item) for item in sorted(finished, key=lambda item: item.index)])
 
     def _close(self, item: _Item) -> str:
         text = item.close()

@@ -4,8 +4,9 @@ An app using the `ai` package's `useChat` reads this without an adapter: SSE fra
 data is a JSON chunk (`start`, `start-step`, `text-start`, `text-delta`, `text-end`,
 `reasoning-*`, `tool-input-start`, `tool-input-delta`, `tool-input-available` or
 `tool-input-error`, `finish-step`, `finish`, `error`), ended by `data: [DONE]`. Text and
-reasoning arrive as parts that are opened once and closed before the stream ends, so this
-encoder keeps that state; every response needs its own instance.
+reasoning arrive as parts, opened once and closed before the stream ends (where the core,
+sse._parts, starts and ends them); this encoder keeps the id of the open one and each
+call's, so every response needs its own instance.
 
 Each answer is one step. The step matters for tools: after the client adds a tool's result,
 the SDK sends the conversation again and appends the next answer to the same message; its
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 
 from ._encoders import Encoder, _dumps
-from ._events import ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Part, PartKind, ReframerStats, ToolCall, ToolCallDelta
 
 __all__ = ["UIMessageStreamEncoder", "UI_MESSAGE_STREAM_HEADER"]
 
@@ -53,8 +54,7 @@ class UIMessageStreamEncoder(Encoder):
         request id."""
         self._continues = message_id
         self._request_id = ""  # names this answer's parts, unique to it
-        self._open: str | None = None  # "text" or "reasoning": the part being streamed
-        self._parts = 0
+        self._part_id = ""  # the open text or reasoning part's
         self._tool_ids: dict[int, str] = {}  # a call's index -> its id, for its deltas
 
     def meta(self, *, request_id: str, model: str, stream_id: str | None = None, gateway_log_id: str | None = None) -> str:
@@ -66,22 +66,31 @@ class UIMessageStreamEncoder(Encoder):
         start = {"type": "start", "messageId": self._continues or request_id, "messageMetadata": metadata}
         return _frame(start) + _frame({"type": "start-step"})
 
+    def part_start(self, part: Part, padding: str) -> str:
+        call = part.call
+        if call is not None:
+            self._tool_ids[call.index] = call.id
+            return _frame({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name, "p": padding})
+        # Numbered from 1 among all the answer's parts, calls included: unique to it.
+        self._part_id = f"{self._request_id}-{part.number + 1}"
+        return _frame({"type": f"{part.kind.value}-start", "id": self._part_id})
+
+    def part_end(self, part: Part, whole: bool) -> str:
+        # A part cut off or failed ends too: the SDK then shows what it got.
+        if part.kind is PartKind.TOOL_CALL:
+            return ""  # its input was whole (tool-input-available) or the answer failed (error)
+        return _frame({"type": f"{part.kind.value}-end", "id": self._part_id})
+
     def delta(self, text: str, padding: str) -> str:
         # `p` rides along as an extra key (the SDK's chunk schemas are loose objects), so
         # frame sizes keep hiding token lengths here too.
-        opening = self._switch_to("text")
-        return f'{opening}data: {{"type":"text-delta","id":"{self._part_id()}","delta":{encode_basestring(text)},"p":"{padding}"}}\n\n'
+        return f'data: {{"type":"text-delta","id":"{self._part_id}","delta":{encode_basestring(text)},"p":"{padding}"}}\n\n'
 
     def reasoning(self, text: str, padding: str) -> str:
-        opening = self._switch_to("reasoning")
-        return f'{opening}data: {{"type":"reasoning-delta","id":"{self._part_id()}","delta":{encode_basestring(text)},"p":"{padding}"}}\n\n'
-
-    def tool_call_start(self, call: ToolCallStart, padding: str) -> str:
-        self._tool_ids[call.index] = call.id
-        return self._close_part() + _frame({"type": "tool-input-start", "toolCallId": call.id, "toolName": call.name, "p": padding})
+        return f'data: {{"type":"reasoning-delta","id":"{self._part_id}","delta":{encode_basestring(text)},"p":"{padding}"}}\n\n'
 
     def tool_call_delta(self, delta: ToolCallDelta, padding: str) -> str:
-        return (f'data: {{"type":"tool-input-delta","toolCallId":{encode_basestring(self._call_id(delta.index))},'
+        return (f'data: {{"type":"tool-input-delta","toolCallId":{encode_basestring(self._tool_ids[delta.index])},'
                 f'"inputTextDelta":{encode_basestring(delta.arguments)},"p":"{padding}"}}\n\n')
 
     def tool_call(self, call: ToolCall) -> str:
@@ -106,33 +115,10 @@ class UIMessageStreamEncoder(Encoder):
             metadata["skipped"] = stats.skipped
         if metadata:
             finish["messageMetadata"] = metadata
-        return self._close_part() + _frame({"type": "finish-step"}) + _frame(finish) + "data: [DONE]\n\n"
+        return _frame({"type": "finish-step"}) + _frame(finish) + "data: [DONE]\n\n"
 
     def error(self, *, code: str, message: str, request_id: str) -> str:
         # errorText is the generic message; the code travels in the text for people, the
         # request id for support. No finish chunk: the answer did not finish.
         failure = {"type": "error", "errorText": f"{message} ({code}, request {request_id})"}
-        return self._close_part() + _frame(failure) + "data: [DONE]\n\n"
-
-    # --- parts -------------------------------------------------------------------------
-
-    def _call_id(self, index: int) -> str:
-        return self._tool_ids[index]
-
-    def _part_id(self) -> str:
-        return f"{self._request_id}-{self._parts}"
-
-    def _switch_to(self, kind: str) -> str:
-        if self._open == kind:
-            return ""
-        closing = self._close_part()
-        self._parts += 1
-        self._open = kind
-        return closing + _frame({"type": f"{kind}-start", "id": self._part_id()})
-
-    def _close_part(self) -> str:
-        if self._open is None:
-            return ""
-        closing = _frame({"type": f"{self._open}-end", "id": self._part_id()})
-        self._open = None
-        return closing
+        return _frame(failure) + "data: [DONE]\n\n"

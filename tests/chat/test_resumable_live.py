@@ -22,6 +22,8 @@ from sse import (
     EventNumberer,
     FrameNumberer,
     LineTooLongError,
+    Part,
+    PartKind,
     ReframerStats,
     SSEEncoder,
     StoredEvent,
@@ -153,8 +155,10 @@ def answer_frames() -> list[str]:
     chunks = [sse.meta(request_id="r1", model="m"), sse.delta("héllo \u2028 \"q\" \\ data: x", "pad"), sse.ping(),
               sse.delta("😀", "") + sse.delta("two", "p") + sse.ping(), sse.done(stats),
               sse.error(code="stopped", message="Stopped.", request_id="r1")]
-    chunks += [ui.meta(request_id="r1", model="m"), ui.delta("a\nb", "pp"), ui.reasoning("hm", ""), ui.delta("c", ""),
-               ui.ping(), ui.done(stats)]
+    text, reasoning, more = (Part(kind=kind, number=n) for n, kind in enumerate((PartKind.TEXT, PartKind.REASONING, PartKind.TEXT)))
+    chunks += [ui.meta(request_id="r1", model="m"), ui.part_start(text, "") + ui.delta("a\nb", "pp"),
+               ui.part_end(text, True) + ui.part_start(reasoning, "") + ui.reasoning("hm", ""),
+               ui.part_end(reasoning, True) + ui.part_start(more, "") + ui.delta("c", ""), ui.ping(), ui.part_end(more, True) + ui.done(stats)]
     return [chunk for chunk in chunks if chunk]
 
 

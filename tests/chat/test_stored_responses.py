@@ -28,7 +28,7 @@ from chat.resumable.protocol import (
 )
 from chat.web import http
 from chat.web.errors import ApiError
-from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, ResponsesEncoder, portable_json
+from sse import MAX_STORED_ANSWER_CHARS, MAX_STORED_HEAD_BYTES, Part, PartKind, ResponsesEncoder, portable_json
 from tests.sse.support import stats
 
 CONFIG = Config(model="@cf/zai-org/glm-4.7-flash")
@@ -39,6 +39,8 @@ ECHO = {"instructions": None, "metadata": None, "parallel_tool_calls": True, "te
         "tool_choice": "auto", "tools": [], "text": {"format": {"type": "text"}}, "reasoning": {"effort": None, "summary": None},
         "store": True, "truncation": "disabled", "max_output_tokens": None}
 CALL = ModelCall(models=("@cf/zai-org/glm-4.7-flash",), inputs={"messages": [{"role": "user", "content": "hi"}], "stream": True})
+
+FIRST_TEXT = Part(kind=PartKind.TEXT, number=0)  # the answer's first part, to write text into
 
 
 def order(**changes: object) -> ResponseOrder:
@@ -126,13 +128,13 @@ def test_a_stored_response_has_the_objects_id_and_says_it_runs_in_the_background
     head = encoder.head(request_id="r1", model="m")
     assert head["id"] == RESPONSE_ID and head["background"] is True and head["status"] == "in_progress"
     Response.model_validate(head)
-    text = encoder.meta(request_id="r1", model="m") + encoder.delta("Hi", "")
+    text = encoder.meta(request_id="r1", model="m") + encoder.part_start(FIRST_TEXT, "") + encoder.delta("Hi", "")
     assert all(event["item_id"].startswith("msg_" + "ab" * 32) for event in parsed(text) if "item_id" in event)
 
 
 def test_a_reader_cut_off_from_a_stored_response_goes_on_from_its_sequence_number_in_the_sdks_types():
     encoder = stored_encoder()
-    frames = encoder.meta(request_id="r1", model="m") + encoder.delta("Hello", "")
+    frames = encoder.meta(request_id="r1", model="m") + encoder.part_start(FIRST_TEXT, "") + encoder.delta("Hello", "")
     sent = parsed(frames)
     head = json.dumps(encoder.head(request_id="r1", model="m"))
     for code in ("expired", "stopped", "interrupted", "deleted"):
@@ -157,7 +159,7 @@ def test_a_cancelled_response_ends_cancelled_without_an_error_object():
 
 def test_a_stored_response_holds_a_quarter_of_what_one_not_stored_may():
     encoder = stored_encoder()
-    encoder.meta(request_id="r1", model="m")
+    encoder.meta(request_id="r1", model="m") + encoder.part_start(FIRST_TEXT, "")
     encoder.delta("x" * MAX_STORED_ANSWER_CHARS, "")
     assert not encoder.full
     encoder.delta("x", "")
@@ -170,7 +172,7 @@ def test_a_stored_response_holds_a_quarter_of_what_one_not_stored_may():
 def whole(encoder: ResponsesEncoder, end: str | None) -> bytes:
     """A stored response's stream: its start, a piece of text, then `end` ("done", or an
     error code; None: cut, no terminal)."""
-    frames = encoder.meta(request_id="r1", model="m") + encoder.delta("Hello", "")
+    frames = encoder.meta(request_id="r1", model="m") + encoder.part_start(FIRST_TEXT, "") + encoder.delta("Hello", "")
     if end == "done":
         frames += encoder.done(stats(finish_reason="stop"))
     elif end is not None:

@@ -7,6 +7,7 @@ would leak between them.
 
 from __future__ import annotations
 
+import enum
 import random
 from collections.abc import Sequence
 
@@ -30,6 +31,30 @@ TEXT = PartKind.TEXT
 REASONING = PartKind.REASONING
 
 
+class Phase(enum.Enum):
+    """Where one Reframer's stream is. Every move is in _MOVES; any other is a bug."""
+
+    NEW = "new"  # nothing sent yet
+    STREAMING = "streaming"  # `meta` sent; the upstream is read
+    UPSTREAM_DONE = "upstream_done"  # the upstream sent `[DONE]`: input is ignored, the terminal is due
+    ENDED = "ended"  # the terminal frame (`done` or `error`) was returned; nothing more is
+
+
+class Move(enum.Enum):
+    META = "meta"
+    UPSTREAM_DONE = "upstream_done"
+    TERMINAL = "terminal"
+
+
+# h11's way (its _state.py): every transition in one table.
+_MOVES: dict[Phase, dict[Move, Phase]] = {
+    Phase.NEW: {Move.META: Phase.STREAMING},
+    Phase.STREAMING: {Move.UPSTREAM_DONE: Phase.UPSTREAM_DONE, Move.TERMINAL: Phase.ENDED},
+    Phase.UPSTREAM_DONE: {Move.TERMINAL: Phase.ENDED},
+    Phase.ENDED: {},
+}
+
+
 class Reframer:
     """Re-frames one upstream model stream into the protocol of docs/protocol.md.
 
@@ -38,7 +63,9 @@ class Reframer:
     is none), which never holds a lone surrogate, so it always encodes to UTF-8. None of
     them raises on any upstream input. The first output of any kind starts with the
     `meta` event. Exactly one terminal frame (`done` or `error`) is ever returned; after
-    it every method returns "". Input after the upstream's `[DONE]` is ignored.
+    it every method returns "". Input after the upstream's `[DONE]` is ignored. `phase`
+    says where the stream is (Phase; every move in _MOVES); where its parts start and end
+    is sse._parts'.
     """
 
     def __init__(
@@ -91,9 +118,8 @@ class Reframer:
         self._pads = paddings(max_padding, rng)
         self._stop = StopScanner(stop) if stop else None
         self._check = answer_check
-        self._started = False
-        self._terminated = False
-        self._whole_events = False  # feed_whole_event may read: started, no stop sequences
+        self.phase = Phase.NEW
+        self._whole_events = False  # feed_whole_event may read: STREAMING, no stop sequences or check
         self._deltas = 0
         self._chars = 0
         self._reasoning_deltas = 0
@@ -107,7 +133,7 @@ class Reframer:
     @property
     def terminated(self) -> bool:
         """True once the terminal frame was returned."""
-        return self._terminated
+        return self.phase is Phase.ENDED
 
     @property
     def saw_done(self) -> bool:
@@ -162,7 +188,7 @@ class Reframer:
 
     def start(self) -> str:
         """The `meta` event, or "" if it was already sent (or the stream ended)."""
-        if self._started or self._terminated:
+        if self.phase is not Phase.NEW:
             return ""
         return self._encode([self._meta()])
 
@@ -171,7 +197,7 @@ class Reframer:
         invalid bytes become U+FFFD (as the event-stream spec says), and a character split
         across chunks waits for the next one. "" once the stream has ended or the
         upstream sent `[DONE]` (after which input is ignored)."""
-        if self._terminated or self._normalizer.done:
+        if self.phase is Phase.ENDED or self.phase is Phase.UPSTREAM_DONE:
             return ""
         return self._buffer.decode(chunk)
 
@@ -211,9 +237,9 @@ class Reframer:
         unexpected failure ends the stream with `internal_error` and is kept on
         `exception`.
         """
-        if self._terminated or self._normalizer.done:
+        if self.phase is Phase.ENDED or self.phase is Phase.UPSTREAM_DONE:
             return ""
-        out = [] if self._started else [self._meta()]
+        out = self._opening()
         try:
             block = self._buffer.feed_text(text)
             if block:
@@ -244,35 +270,35 @@ class Reframer:
                 out.append(self._done())
             elif self._normalizer.failure is not None:
                 out.append(self._error(self._normalizer.failure))
-            elif self._buffer.error is not None and not self._normalizer.done:
+            elif self._buffer.error is not None and not self._upstream_done:
                 # Over a cap: the stream can no longer be framed ([DONE] before the
                 # offending input has ended it already).
                 out.append(self._error("upstream_malformed"))
-            elif self._encoder.full and not self._normalizer.done:
+            elif self._encoder.full and not self._upstream_done:
                 out.append(self._error("upstream_malformed"))  # more answer than its encoder may hold
         except Exception as exc:  # the contract is "never raises"
             # Kept for the log without its traceback, whose frames would hold this
             # Reframer (and its buffers) in a reference cycle.
             self.exception = exc.with_traceback(None)
-            out = [] if self._started else [self._meta()]
+            out = self._opening()
             out.append(self._error("internal_error"))
         return self._encode(out)
 
     def ping(self) -> str:
         """A keep-alive frame, or "" once the stream has ended."""
-        if self._terminated:
+        if self.phase is Phase.ENDED:
             return ""
-        out = [] if self._started else [self._meta()]
+        out = self._opening()
         out.append(self._encoder.ping())
         return self._encode(out)
 
     def finish(self) -> str:
         """The terminal frame for the end of the upstream: `done` if `[DONE]` was seen,
         else `error` with `upstream_incomplete`. "" if the stream already ended."""
-        if self._terminated:
+        if self.phase is Phase.ENDED:
             return ""
-        out = [] if self._started else [self._meta()]
-        if self._normalizer.done:
+        out = self._opening()
+        if self.phase is Phase.UPSTREAM_DONE:
             self._normalizer.complete_tool_calls()
             self._emit_tool_events(out)
             if self._stop is not None:
@@ -287,9 +313,9 @@ class Reframer:
         """The terminal `error` frame with `code` and its generic message, or "" if the
         stream already ended. A code not in ERROR_MESSAGES becomes `internal_error`, so
         that a client only ever sees documented codes."""
-        if self._terminated:
+        if self.phase is Phase.ENDED:
             return ""
-        out = [] if self._started else [self._meta()]
+        out = self._opening()
         out.append(self._error(code))
         return self._encode(out)
 
@@ -319,15 +345,28 @@ class Reframer:
         return (reason not in ("stop", "tool_calls") and self._max_tokens is not None and usage is not None
                 and usage["completion_tokens"] >= self._max_tokens)
 
+    @property
+    def _upstream_done(self) -> bool:
+        # A property, not an inline test: reading moves the phase, as a type checker cannot see.
+        return self.phase is Phase.UPSTREAM_DONE
+
+    def _move(self, move: Move) -> None:
+        # KeyError on a move the table has not: a bug, which `feed` turns into internal_error.
+        self.phase = _MOVES[self.phase][move]
+
     def _end(self) -> None:
         # Whatever the upstream left unfinished is dropped at once, not when this object
         # is collected: a stream's buffers never outlive its terminal frame.
-        self._terminated = True
+        self._move(Move.TERMINAL)
         self._whole_events = False
         self._buffer.discard()
 
+    def _opening(self) -> list[str]:
+        # What a call's output starts with: `meta`, if it was not sent yet.
+        return [self._meta()] if self.phase is Phase.NEW else []
+
     def _meta(self) -> str:
-        self._started = True
+        self._move(Move.META)
         # Stop sequences and checks need every text read whole.
         self._whole_events = self._stop is None and self._check is None
         return self._encoder.meta(
@@ -376,6 +415,7 @@ class Reframer:
         for index, (event_type, data, _) in enumerate(events):
             text, reasoning = read(event_type, data)
             if normalizer.done:
+                self._move(Move.UPSTREAM_DONE)
                 self._ignore_boms_after(index)
                 break
             if stop is not None and text:

@@ -16,12 +16,42 @@ Timing rules:
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
 from sse import Reframer
 
-__all__ = ["StreamLifecycle", "Timeouts"]
+__all__ = ["Flow", "StreamLifecycle", "Timeouts"]
+
+
+class Flow(enum.Enum):
+    """How one response stream is going. Every move is in _MOVES."""
+
+    FLOWING = "flowing"  # the client reads what is sent
+    HELD = "held"  # bytes sent wait unread: the client holds the upstream back
+    ENDED = "ended"  # a terminal frame went out
+    ABANDONED = "abandoned"  # the client left before it
+
+
+class Turn(enum.Enum):
+    CLIENT_BEHIND = "client_behind"  # a tick found bytes unread
+    CLIENT_READ = "client_read"  # the client made room (a chunk got through, or a tick found nothing unread)
+    TERMINAL = "terminal"
+    CLIENT_LEFT = "client_left"
+
+
+# Every transition in one table, as in h11's _state.py. A stream that is over stays over.
+_MOVES: dict[Flow, dict[Turn, Flow]] = {
+    Flow.FLOWING: {Turn.CLIENT_BEHIND: Flow.HELD, Turn.CLIENT_READ: Flow.FLOWING, Turn.TERMINAL: Flow.ENDED,
+                   Turn.CLIENT_LEFT: Flow.ABANDONED},
+    Flow.HELD: {Turn.CLIENT_BEHIND: Flow.HELD, Turn.CLIENT_READ: Flow.FLOWING, Turn.TERMINAL: Flow.ENDED,
+                Turn.CLIENT_LEFT: Flow.ABANDONED},
+    Flow.ENDED: {Turn.CLIENT_BEHIND: Flow.ENDED, Turn.CLIENT_READ: Flow.ENDED, Turn.TERMINAL: Flow.ENDED,
+                 Turn.CLIENT_LEFT: Flow.ENDED},
+    Flow.ABANDONED: {Turn.CLIENT_BEHIND: Flow.ABANDONED, Turn.CLIENT_READ: Flow.ABANDONED, Turn.TERMINAL: Flow.ABANDONED,
+                     Turn.CLIENT_LEFT: Flow.ABANDONED},
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,9 +64,10 @@ class Timeouts:
 
 
 class StreamLifecycle:
-    """Drives one Reframer through one response. `over` turns true once nothing more
-    will be sent (a terminal frame went out, or the client left): the caller then stops
-    reading the upstream. `outcome()` is the log record of how it ended."""
+    """Drives one Reframer through one response. `flow` says how it goes (Flow); `over`
+    turns true once nothing more will be sent (a terminal frame went out, or the client
+    left): the caller then stops reading the upstream. `outcome()` is the log record of
+    how it ended."""
 
     def __init__(self, reframer: Reframer, timeouts: Timeouts, *, now: float) -> None:
         self._reframer = reframer
@@ -49,8 +80,8 @@ class StreamLifecycle:
         self._last_sent = now
         self._model_events = 0
         self._first_delta_at: float | None = None
-        self._behind_since: float | None = None  # first tick that found the client not reading
-        self._client_gone = False
+        self.flow = Flow.FLOWING
+        self._behind_since = now  # while HELD: the first tick that found the client not reading
         self._detail: str | None = None
 
     def start(self, now: float) -> str:
@@ -68,7 +99,8 @@ class StreamLifecycle:
         self._last_model_output = now
         if out:  # a collecting encoder sends nothing until the end
             self._last_sent = now
-        self._behind_since = None  # a chunk got through, so the client had made room for it
+        if self.flow is Flow.HELD:
+            self._move(Turn.CLIENT_READ)  # a chunk got through, so the client had made room for it
         if self._first_delta_at is None and self._reframer.deltas:
             self._first_delta_at = now
         return out
@@ -81,8 +113,8 @@ class StreamLifecycle:
             self._last_model_output = now
             if self._first_delta_at is None and reframer.deltas:
                 self._first_delta_at = now
-        # A chunk got through, so the client had made room for it.
-        self._behind_since = None
+        if self.flow is Flow.HELD:
+            self._move(Turn.CLIENT_READ)  # a chunk got through, so the client had made room for it
         if reframer.saw_done and not reframer.terminated:
             out += reframer.finish()
         return self._sent(out, now)
@@ -95,12 +127,13 @@ class StreamLifecycle:
         timeouts = self._timeouts
         if client_behind:
             self._last_model_output = now  # the silence is the client's
-            if self._behind_since is None:
+            if self.flow is not Flow.HELD:
+                self._move(Turn.CLIENT_BEHIND)
                 self._behind_since = now
             elif now - self._behind_since >= timeouts.client:
                 return self._sent(self._reframer.fail("client_timeout"), now)
             return ""
-        self._behind_since = None
+        self._move(Turn.CLIENT_READ)
         if now - self._last_model_output >= timeouts.idle:
             return self._sent(self._reframer.fail("upstream_timeout"), now)
         if now - self._last_sent >= timeouts.ping_interval:
@@ -111,7 +144,7 @@ class StreamLifecycle:
         """Seconds until the nearest deadline; one timer re-armed for it is enough, so
         chunks only note the time and the hot path never touches timers."""
         timeouts = self._timeouts
-        if self._behind_since is not None:
+        if self.flow is Flow.HELD:
             # Pings are held and the idle clock stopped while the client is behind: look
             # again after the shorter interval, or when its time is up.
             due = min(now + min(timeouts.ping_interval, timeouts.idle), self._behind_since + timeouts.client)
@@ -145,8 +178,7 @@ class StreamLifecycle:
         return self._sent(self._reframer.fail(code), now)
 
     def client_left(self) -> None:
-        self._client_gone = True
-        self.over = True
+        self._move(Turn.CLIENT_LEFT)
 
     def broken(self, now: float, detail: str) -> str:
         """The `internal_error` frame for a failure of the edge itself (an upstream chunk
@@ -169,7 +201,7 @@ class StreamLifecycle:
         }
         if stats.tool_calls:
             fields["tool_calls"] = stats.tool_calls  # how many, never their names or arguments
-        if self._client_gone and reframer.last_error_code is None and not reframer.terminated:
+        if self.flow is Flow.ABANDONED and reframer.last_error_code is None and not reframer.terminated:
             event = "chat_stream_cancelled"
         elif reframer.last_error_code is not None:
             event = "chat_stream_failed"
@@ -185,8 +217,13 @@ class StreamLifecycle:
         if out:
             self._last_sent = now
         # Every way to a terminal frame passes here.
-        self.over = self._client_gone or self._reframer.terminated
+        if self._reframer.terminated:
+            self._move(Turn.TERMINAL)
         return out
+
+    def _move(self, turn: Turn) -> None:
+        self.flow = _MOVES[self.flow][turn]
+        self.over = self.flow is Flow.ENDED or self.flow is Flow.ABANDONED
 
 
 def _ms(seconds: float) -> int:

@@ -297,7 +297,12 @@ class UpstreamNormalizer:
     `failure` to the error code the stream must end with, and nothing is read after that.
     """
 
-    def __init__(self, call_id_prefix: str = "call") -> None:
+    def __init__(self, call_id_prefix: str = "call", framing: str | None = None) -> None:
+        """`framing`: "native" or "openai", the frames the catalog says the model streams
+        (chat.model.catalog), whose fast path is tried first; None for a model it does
+        not know. It only orders the fast paths: a frame of either shape, or any other,
+        reads the same whatever it says."""
+        self._native_first = framing == "native"
         self.done = False
         self.finish_reason: str | None = None
         self._finishes = 0  # finish reasons read, to tell a frame that brought one
@@ -408,6 +413,9 @@ class UpstreamNormalizer:
         """
         if self._tools.open or self.done or self.failure is not None:
             return None  # text after a call ends the call: the general path does that
+        if self._native_first and text.startswith(_NATIVE_PREFIX):
+            native = _NATIVE_EVENT.fullmatch(text)
+            return None if native is None else (False, native.group(1))
         if text.startswith(_OPENAI_EVENT_PREFIX):
             learned = self._learned_event
             chunk = learned.fullmatch(text) if learned is not None else None

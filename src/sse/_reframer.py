@@ -83,6 +83,7 @@ class Reframer:
         gateway_log_id: str | None = None,
         max_tokens: int | None = None,
         answer_check: AnswerCheck | None = None,
+        framing: str | None = None,
     ) -> None:
         """`encoder`: the protocol's encoding, SSEEncoder() by default; one instance per
         Reframer. `max_padding`: each `delta`/`reasoning` frame gets padding whose length
@@ -98,7 +99,8 @@ class Reframer:
         frames never do) and whose usage spent the budget ends with "length".
         `answer_check`: sees the answer's text; an answer the model ended of its own
         accord (not cut short, not for tool calls) that it rejects ends with its error
-        code instead of `done`.
+        code instead of `done`. `framing`: the catalog's word on the model's frames
+        ("native", "openai"; None: unknown), which the normalizer's fast paths try first.
 
         Raises ValueError if max_padding is outside [0, 255], max_line_bytes or
         max_event_chars < 1, or a stop sequence is empty.
@@ -112,7 +114,7 @@ class Reframer:
         # read by the fast path below or, failing that, by the event reader.
         self._buffer = ReceiveBuffer(max_line_bytes=max_line_bytes, max_event_chars=max_event_chars)
         self._reader = EventReader()
-        self._normalizer = UpstreamNormalizer(call_id_prefix=f"call_{request_id}")
+        self._normalizer = UpstreamNormalizer(call_id_prefix=f"call_{request_id}", framing=framing)
         self._encoder: Encoder = encoder if encoder is not None else SSEEncoder()
         self._parts = AnswerParts(self._encoder)
         self._pads = paddings(max_padding, rng)

@@ -216,6 +216,14 @@ def test_a_stream_of_whole_model_text_events_reads_the_same_both_ways(chunks: li
     assert_both_ways_agree(chunks, encoding, seed)
 
 
+@given(upstreams(), st.sampled_from(sorted(ENCODINGS)), st.sampled_from(["native", "openai"]), st.integers(0, 2**32 - 1))
+def test_the_catalogs_framing_only_orders_the_fast_paths(chunks: list[str], encoding: str, framing: str, seed: int) -> None:
+    # A model the catalog says streams one framing may stream the other (or anything):
+    # the same output and counts as with no word on it.
+    hinted = reframe(make(encoding, seed, framing=framing), chunks, whole_events_first=True)
+    assert hinted == reframe(make(encoding, seed), chunks, whole_events_first=True)
+
+
 # --- when the fast path reads, and when it leaves the text to `feed` ---------------------
 
 

@@ -25,6 +25,7 @@ from chat.api.validation import is_json_media_type, parse_json_body, validate_ch
 from chat.app.callers import client_of, owner_of
 from chat.config import Config, ConfigError
 from chat.logs import log
+from chat.model import catalog
 from chat.model.call import model_call
 from chat.output.check import answer_check
 from chat.platform.edge import JsEdge
@@ -280,7 +281,8 @@ async def _collected(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn:
     started = await _start_model(edge, exchange, admitted, turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, max_padding=0, stop=turn.stop, max_tokens=turn.max_tokens,
                         encoder=encoder, gateway_log_id=started.gateway_log_id,
-                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)))
+                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)),
+                        framing=catalog.framing_of(started.model))
     # Nothing is sent before the answer is whole, so there is nothing to ping: without
     # this the ping deadline, never moved by a send, would wake the reader every tick.
     timeouts = replace(admitted.config.timeouts, ping_interval=math.inf)
@@ -310,7 +312,8 @@ async def _stream(
     started = await _start_model(edge, exchange, admitted, turn)
     reframer = Reframer(request_id=exchange.request_id, model=started.model, encoder=encoder, stop=turn.stop, max_tokens=turn.max_tokens,
                         max_padding=config.padding if padding is None else padding, gateway_log_id=started.gateway_log_id,
-                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)))
+                        answer_check=answer_check(turn.output, tools_offered=bool(turn.tool_inputs)),
+                        framing=catalog.framing_of(started.model))
     lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
     relay = StreamRelay(
         upstream=started.stream, lifecycle=lifecycle, keep_alive=edge.keep_alive,

@@ -224,6 +224,13 @@ def current(model_id: str) -> Model | None:
     return _BY_ID.get(model_id)
 
 
+def framing_of(model_id: str) -> Framing | None:
+    """The frames `model_id` streams, for the Reframer's fast paths; None for a model the
+    catalog does not know (the normalizer reads either)."""
+    model = _BY_ID.get(model_id)
+    return None if model is None else model.framing
+
+
 def can(model_id: str, capability: Capability) -> bool:
     """Whether `model_id` can answer a turn that needs `capability`, as its catalog entry
     says. An id the catalog does not list (ALLOW_UNLISTED_MODELS) is assumed to: the

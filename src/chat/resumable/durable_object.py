@@ -34,6 +34,7 @@ from chat.api.responses import finished_output
 from chat.api.stored_items import PageQuery, listed_input, page, stored_item
 from chat.config import Config
 from chat.logs import log
+from chat.model import catalog
 from chat.output.check import answer_check
 from chat.platform import ffi
 from chat.platform.edge import read_config
@@ -188,7 +189,8 @@ class ChatStream(DurableObject):
         self._feed.restart()  # readers of the answer before end with `stopped`
         reframer = Reframer(request_id=order.request_id, model=model, encoder=encoder,
                             max_padding=padding, stream_id=order.stream_id, gateway_log_id=gateway_log_id,
-                            max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output, tools_offered=bool(order.call.inputs.get("tools"))))
+                            max_tokens=order.call.inputs.get("max_tokens"), answer_check=answer_check(order.call.output, tools_offered=bool(order.call.inputs.get("tools"))),
+                            framing=catalog.framing_of(model))
         lifecycle = StreamLifecycle(reframer, config.timeouts, now=time.monotonic())
         relay = StreamRelay(
             upstream=upstream, lifecycle=lifecycle, keep_alive=self._keep_alive,

@@ -42,9 +42,10 @@ from chat.model import catalog  # noqa: E402 - pure Python: the Worker's own mod
 WRANGLER = ROOT / "node_modules" / "wrangler" / "bin" / "wrangler.js"
 BUNDLE = ROOT / ".dev" / "pyodide-bundle" / "pyodide_dev.capnp.bin"
 EMULATOR_NAME = "workers-ai-emulator"
+EMULATOR_MAIN = ROOT / "ai_emulator" / "emulator.js"  # the entry; wrangler bundles the modules it imports
 DEV_FLAGS = ("python_workers", "python_workers_development", "disable_python_external_sdk")
 # The upstream quirks the emulator's generated replies can carry (REPLY_QUIRKS in
-# ai_emulator/emulator.js, which says what each does).
+# ai_emulator/quirks.js, which says what each does).
 AI_QUIRKS = ("numbers", "error_midway", "finish_alias")
 
 
@@ -108,7 +109,7 @@ def emulator_config(args: argparse.Namespace, compatibility_date: str) -> dict[s
         variables["AI_SCRIPT_URL"] = args.ai_script_url
     return {
         "name": EMULATOR_NAME,
-        "main": str(ROOT / "ai_emulator" / "emulator.js"),
+        "main": str(EMULATOR_MAIN),
         "compatibility_date": compatibility_date,
         "vars": variables,
     }

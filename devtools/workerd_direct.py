@@ -20,8 +20,8 @@ What it serves, from wrangler.toml and the same options as dev.py:
   bindings;
 - [vars] as text bindings (`--var KEY:VALUE` overrides or adds one: secrets such as
   AUTH_TOKEN too);
-- AI: a service binding to the Workers AI emulator (ai_emulator/emulator.js), set up by the
-  `--ai-*` options exactly as dev.py sets it up;
+- AI: a service binding to the Workers AI emulator (the ES modules of ai_emulator/, its
+  entry emulator.js first), set up by the `--ai-*` options exactly as dev.py sets it up;
 - RATE_LIMITER: a stand-in (devtools/rate_limiter/) counting wrangler.toml's `simple` limit
   per key (`--rate-limit N` replaces the limit; 0 leaves the binding out, as a deploy
   without one). Like the real binding it is a wrapped binding that calls a separate service,
@@ -56,7 +56,16 @@ ROOT = Path(__file__).resolve().parent.parent
 if __package__ in (None, ""):  # run as a script: make `devtools` importable
     sys.path.insert(0, str(ROOT))
 
-from devtools.dev import BUNDLE, DEV_FLAGS, EMULATOR_NAME, argument_parser, emulator_config, parse_args, stop_when_orphaned  # noqa: E402
+from devtools.dev import (  # noqa: E402
+    BUNDLE,
+    DEV_FLAGS,
+    EMULATOR_MAIN,
+    EMULATOR_NAME,
+    argument_parser,
+    emulator_config,
+    parse_args,
+    stop_when_orphaned,
+)
 
 WORKERD = Path(os.environ.get("WORKERD_REAL_PATH", ROOT / "node_modules" / "@cloudflare" / "workerd-linux-64" / "bin" / "workerd"))
 BUNDLE_DIR = Path(os.environ.get("PYODIDE_BUNDLE_DIR", BUNDLE.parent))
@@ -110,6 +119,15 @@ def worker_modules(main: Path) -> list[tuple[str, str, str]]:
             (p.relative_to(folder).as_posix(), "esModule", p.read_text(encoding="utf-8")) for p in scripts
         ]
     return [module(main)]
+
+
+def emulator_modules(main: Path = EMULATOR_MAIN) -> list[tuple[str, str, str]]:
+    """(name, kind, source) of the emulator's ES modules, its entry first: every .js file
+    under its folder, named by its path from there, which is what its relative imports
+    (`./tools.js`) resolve to; wrangler bundles the same modules from the entry."""
+    folder = main.parent
+    others = sorted(p for p in folder.rglob("*.js") if p != main)
+    return [(p.relative_to(folder).as_posix(), "esModule", p.read_text(encoding="utf-8")) for p in [main, *others]]
 
 
 def module(path: Path) -> tuple[str, str, str]:
@@ -212,7 +230,7 @@ def workerd_config(production: dict[str, Any], args: argparse.Namespace, storage
     script_outbound = f"    globalOutbound = {capnp_string(LOOPBACK_NAME)},\n" if "AI_SCRIPT_URL" in emulator_vars else ""
     services = [
         ("main", worker(worker_modules(main), date, flags, bindings, object_fields)),
-        (EMULATOR_NAME, worker([module(ROOT / "ai_emulator" / "emulator.js")], date, [],
+        (EMULATOR_NAME, worker(emulator_modules(), date, [],
                                [binding(key, value) for key, value in emulator_vars.items()], script_outbound)),
     ]
     extensions = ""

@@ -4,13 +4,14 @@ wrangler.toml (devtools/workerd_direct.py), as the CPU benchmark uses it."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from devtools.dev import ROOT
-from devtools.workerd_direct import capnp_string, launcher_args, worker_modules, workerd_config
+from devtools.workerd_direct import capnp_string, emulator_modules, launcher_args, worker_modules, workerd_config
 from tests.harness.client import chat
 from tests.harness.processes import workerd_cpu_seconds, workerd_pids
 from tests.harness.runtime import RuntimeOptions
@@ -39,6 +40,16 @@ def test_the_es_modules_python_imports_are_bundled_as_wrangler_does():
     assert scripts == ["chat/stream/relay.mjs"]
     rules = PRODUCTION["rules"]
     assert {"type": "ESModule", "globs": ["**/*.mjs"]} in rules
+
+
+def test_the_emulator_is_every_es_module_of_its_folder_with_its_entry_first_and_each_import_among_them():
+    modules = emulator_modules()
+    names = [name for name, _, _ in modules]
+    assert names[0] == "emulator.js"
+    assert sorted(names) == sorted(p.relative_to(ROOT / "ai_emulator").as_posix() for p in (ROOT / "ai_emulator").rglob("*.js"))
+    assert {kind for _, kind, _ in modules} == {"esModule"}
+    imported = {specifier for _, _, source in modules for specifier in re.findall(r'^import .* from "\./([^"]+)";$', source, re.MULTILINE)}
+    assert imported == set(names[1:])  # every module is imported by some other, and nothing else is
 
 
 def test_the_config_carries_wrangler_tomls_flags_vars_and_the_development_flag():

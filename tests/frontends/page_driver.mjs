@@ -331,7 +331,7 @@ function png(width, height, rgb) {
     chunk("IDAT", deflateSync(rows, { level: 1 })), chunk("IEND", Buffer.alloc(0))]);
 }
 
-// The emulator's vision models name what they got: "I see a 3×2 PNG." (ai_emulator/emulator.js).
+// The emulator's vision models name what they got: "I see a 3×2 PNG." (ai_emulator/images.js).
 const PIXELS_PNG = png(3, 2, Buffer.from([255, 0, 0, 0, 255, 0, 0, 0, 255, 255, 255, 0, 0, 255, 255, 255, 0, 255]));
 const DOT_GIF = Buffer.from("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==", "base64"); // 1×1
 // Noise does not compress: 1000×1000 pixels make a PNG of about 3 MB, so two fit the

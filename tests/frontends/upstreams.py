@@ -113,7 +113,7 @@ THINKING = scripted_options(
 # The page's built-in tool (public/tools.js) and what the emulator makes of it: a question
 # with a word of 4+ letters of the tool's name ("current", "time") makes the model call it,
 # with the schema's examples[0] as arguments; a tool result makes its answer start with
-# "Tool result: " and the result's first 60 characters (ai_emulator/emulator.js).
+# "Tool result: " and the result's first 60 characters (ai_emulator/tools.js; the quote: prose.js).
 TOOL_QUESTION = "What is the current time in UTC?"
 # Its definition, exactly as the page sends it with every request (the CLI's tests offer
 # the same).

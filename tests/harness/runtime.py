@@ -96,7 +96,7 @@ class RuntimeOptions:
     ai_frames_per_chunk: int = 3
     ai_stamp_tokens: bool = False
     # dev.py --ai-quirks: upstream quirks the generated replies carry, comma-separated
-    # ("numbers,error_midway"; ai_emulator/emulator.js REPLY_QUIRKS); "" for none.
+    # ("numbers,error_midway"; ai_emulator/quirks.js REPLY_QUIRKS); "" for none.
     ai_quirks: str = ""
     variables: tuple[tuple[str, str], ...] = ()
     main: str | None = None  # another Worker module with the same bindings (benchmarks)

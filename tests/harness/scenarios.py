@@ -89,7 +89,7 @@ def transcript() -> Step:
 
 
 def quirk(name: str, /, **fields: Any) -> Step:
-    """One chunk in a shape a real upstream sends (ai_emulator/emulator.js QUIRK_STEPS names
+    """One chunk in a shape a real upstream sends (ai_emulator/quirks.js QUIRK_STEPS names
     each one's source). OpenAI-style chunks are framed as Workers AI's, compact:
     `{"id":"chatcmpl-quirk","object":"chat.completion.chunk","created":1764000000,"model":<the
     model called>,"choices":[{"index":0,<the choice>,"logprobs":null,"finish_reason":null}]}`.
@@ -162,7 +162,7 @@ def script(steps: Sequence[Step] = (), *, fail_start: str | None = None, start_d
 
 def generated(quirks: Sequence[str] | None = None) -> Script:
     """A script answered with the emulator's generated reply, as if unscripted (for one
-    prompt or model of a script), carrying these quirks of ai_emulator/emulator.js
+    prompt or model of a script), carrying these quirks of ai_emulator/quirks.js
     REPLY_QUIRKS ("numbers", "error_midway", "finish_alias"); None: AI_QUIRKS' (the
     runtime's RuntimeOptions.ai_quirks)."""
     built: Script = {"generate": True}

@@ -229,7 +229,7 @@ async def test_finish_alias_spells_the_last_chunks_finish_reason_another_way(sta
         assert json.loads(events[-2][6:])["choices"] == [] and events[-1] == "data: [DONE]", prompt
 
 
-EMULATOR = (Path(__file__).resolve().parents[2] / "ai_emulator" / "emulator.js").read_text(encoding="utf-8")
+EMULATOR = (Path(__file__).resolve().parents[2] / "ai_emulator" / "quirks.js").read_text(encoding="utf-8")  # REPLY_QUIRKS, QUIRK_STEPS
 
 
 def test_the_launcher_and_the_emulator_know_the_same_reply_quirks():

@@ -1,4 +1,4 @@
-"""The Workers AI emulator's tool calls in the real runtime (ai_emulator/emulator.js).
+"""The Workers AI emulator's tool calls in the real runtime (ai_emulator/tools.js).
 
 Two ways in: a small JS probe Worker (served with --main, the same AI service binding)
 that hands `{model, inputs}` to `env.AI.run` as they are, so the emulator's own checks

@@ -1,7 +1,7 @@
 """Every upstream shape of issue 27 on every surface, in the real runtime: a failure the
 upstream reports in the stream is a failure everywhere, no text is dropped (numbers and
 content parts are text), a cut or gapped answer says so, and `stop` never reorders text.
-The shapes come from the emulator's quirk steps (ai_emulator/emulator.js names each one's
+The shapes come from the emulator's quirk steps (ai_emulator/quirks.js names each one's
 source). One runtime serves them all, each shape chosen by the last user message."""
 
 from __future__ import annotations

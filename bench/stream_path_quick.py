@@ -3,6 +3,7 @@ alone), for trying a change to the relay before a full `make bench`:
 
     python bench/stream_path_quick.py cpu [--frames 1]   # CPU per 1,000-token answer
     python bench/stream_path_quick.py cpu --only python,js --base ../other/src/entry.py  # an A/B
+    python bench/stream_path_quick.py cpu --only python,js --base old=../a/src/entry.py --base new=../b/src/entry.py  # several
     python bench/stream_path_quick.py cpu --only python,resumable --base ../other/src/entry.py --base-paths python,resumable
     python bench/stream_path_quick.py cpu --pace 50 --tokens 200 --streams 10  # a model's pace, not flat out
     python bench/stream_path_quick.py latency [--resumable] [--pace 40]  # added latency per token
@@ -44,12 +45,12 @@ STREAMS, REPEATS, WARM_UP = 30, 3, 8
 CPU_PATHS = ("python", "raw", "js", "resumable")
 
 
-def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, base: str | None = None,
+def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATHS, bases: dict[str, str] | None = None,
         base_paths: tuple[str, ...] = ("python",), framing: str | None = None, streams: int = STREAMS,
         pace: float = 0, tokens: int = 1000) -> None:
-    """`base`: another checkout's src/entry.py, measured beside this one's (an A/B of a
-    change in one run) on `base_paths` of its own: "python" as "base" (its /api/chat),
-    "resumable" as "base-resumable". `framing`: "native" or "openai" for every model;
+    """`bases`: other checkouts' src/entry.py by label, each measured beside this one's
+    (an A/B of a change in one run) on `base_paths` of its own: "python" as the label
+    (its /api/chat), "resumable" as label-resumable. `framing`: "native" or "openai" for every model;
     None: the default model's own (the catalog's). `pace`: the emulator's tokens per
     second (0: as fast as it can), for answers of `tokens` tokens; figures are per 1,000."""
 
@@ -62,12 +63,12 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
     paths = {"python": (python, "/api/chat"), "raw": (python, "/api/chat/raw"), "js": (js, "/api/chat"),
              "resumable": (python, "/api/chat?resumable")}  # the Durable Object's path
     paths = {name: path for name, path in paths.items() if name in only}
-    if base is not None:
+    for label, base in (bases or {}).items():
         runtimes.append(LocalRuntime(options(base)))
-        base_routes = {"python": ("base", "/api/chat"), "resumable": ("base-resumable", "/api/chat?resumable")}
+        base_routes = {"python": (label, "/api/chat"), "resumable": (f"{label}-resumable", "/api/chat?resumable")}
         for name in base_paths:
-            label, route = base_routes[name]
-            paths[label] = (runtimes[-1], route)
+            path_label, route = base_routes[name]
+            paths[path_label] = (runtimes[-1], route)
 
     async def run(runtime: LocalRuntime, route: str, count: int) -> None:
         path, _, flag = route.partition("?")
@@ -100,7 +101,7 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
         print(f"  {name:14} {median[name]:6.1f}   runs: {', '.join(f'{v:.1f}' for v in values)}")
     if "python" in median and "raw" in median:
         print(f"  python above raw {median['python'] - median['raw']:.1f}")
-    for name in ("python", "base"):
+    for name in ("python", *(bases or {})):
         if name in median and "js" in median:
             print(f"  {name}/js {median[name] / median['js']:.2f}x")
     for name, records in stored.items():
@@ -109,7 +110,7 @@ def cpu(frames: int, *, repeats: int = REPEATS, only: tuple[str, ...] = CPU_PATH
         found = {field: statistics.median(r[field] for r in records) for field in fields if all(field in r for r in records)}
         print(f"  {name} storage per answer ({len(records)} answers): " + ", ".join(f"{k} {v:,.0f}" for k, v in found.items()))
     # The resumable path against the direct one of the same checkout, run by run and as medians.
-    for resumable, direct in (("resumable", "python"), ("base-resumable", "base")):
+    for resumable, direct in (("resumable", "python"), *((f"{label}-resumable", label) for label in bases or {})):
         if resumable in samples and direct in samples:
             ratios = [r / d for r, d in zip(samples[resumable], samples[direct], strict=True)]
             print(f"  {resumable}/{direct} {median[resumable] / median[direct]:.2f}x   runs: "
@@ -210,7 +211,9 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(CPU_PATHS), help="comma-separated paths to measure (cpu)")
     parser.add_argument("--framing", choices=("native", "openai"), default=None,
                         help="the emulator's framing for every model (cpu; default: the default model's own)")
-    parser.add_argument("--base", help="another checkout's src/entry.py, measured beside this one as 'base' (cpu)")
+    parser.add_argument("--base", action="append", default=[], metavar="[LABEL=]PATH",
+                        help="another checkout's src/entry.py, measured beside this one as LABEL ('base' by default); "
+                             "repeat for several (cpu)")
     parser.add_argument("--base-paths", default="python",
                         help="comma-separated paths of --base to measure: python ('base'), resumable ('base-resumable') (cpu)")
     parser.add_argument("--streams", type=int, default=STREAMS, help="answers per run and path (cpu)")
@@ -223,7 +226,10 @@ def main() -> None:
         base_paths = tuple(args.base_paths.split(","))
         if unknown := set(base_paths) - {"python", "resumable"}:
             parser.error(f"--base-paths: unknown {', '.join(sorted(unknown))}")
-        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), base=args.base, base_paths=base_paths,
+        bases = dict(base.partition("=")[::2] if "=" in base else ("base", base) for base in args.base)
+        if len(bases) != len(args.base) or {"python", "raw", "js", "resumable"} & set(bases):
+            parser.error("--base: each needs a label of its own, not a path's name")
+        cpu(args.frames, repeats=args.repeats, only=tuple(args.only.split(",")), bases=bases, base_paths=base_paths,
             framing=args.framing, streams=args.streams, pace=args.pace or 0, tokens=args.tokens)
     elif args.what == "alloc":
         alloc(args.frames)

@@ -16,7 +16,7 @@ from ._errors import (
     SSEError,
     StreamClosedError,
 )
-from ._events import Event, Part, PartKind, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
+from ._events import Event, Part, PartEnding, PartKind, ReframerStats, ToolCall, ToolCallDelta, ToolCallStart
 from ._json import MAX_JSON_DEPTH, JSONDepthError, loads_bounded, portable_json
 from ._normalizer import KNOWN_FINISH_REASONS, UpstreamNormalizer
 from ._numbering import FAST_PATH_MAX_CHARS, FrameNumberer
@@ -81,6 +81,7 @@ __all__ = [
     "OpenAIChunkEncoder",
     "OpenAICompletionEncoder",
     "Part",
+    "PartEnding",
     "PartKind",
     "RATE_LIMIT_CODES",
     "ReceiveBuffer",

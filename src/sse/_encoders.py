@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from json.encoder import encode_basestring
 from types import MappingProxyType
 
-from ._events import Part, ReframerStats, ToolCall, ToolCallDelta
+from ._events import Part, PartEnding, ReframerStats, ToolCall, ToolCallDelta
 from ._jsonstr import scan_body
 
 __all__ = [
@@ -109,9 +109,8 @@ class Encoder(ABC):
         """A part begins; a tool call's (`part.call`: its id and name) with `padding`,
         text and reasoning parts with none."""
 
-    def part_end(self, part: Part, whole: bool) -> str:
-        """A part ended: `whole` unless the answer was cut off or failed in it. Most
-        encodings have no frame for it."""
+    def part_end(self, part: Part, ending: PartEnding) -> str:
+        """A part ended, and how (PartEnding). Most encodings have no frame for it."""
         return ""
 
     @abstractmethod

@@ -19,7 +19,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Event", "Part", "PartKind", "ReframerStats", "ToolCall", "ToolCallDelta", "ToolCallStart"]
+__all__ = ["Event", "Part", "PartEnding", "PartKind", "ReframerStats", "ToolCall", "ToolCallDelta", "ToolCallStart"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -73,6 +73,15 @@ class PartKind(enum.Enum):
     TOOL_CALL = "tool_call"
 
 
+class PartEnding(enum.Enum):
+    """How a part ended: WHOLE (the model went on, or the answer is complete), CUT (the
+    answer was cut off in it: the token budget, a filter) or FAILED (the answer failed)."""
+
+    WHOLE = "whole"
+    CUT = "cut"
+    FAILED = "failed"
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Part:
     """One part of an answer. `number` is its place among the answer's parts, from 0 (a
@@ -101,3 +110,4 @@ class ReframerStats:
     tool_calls: int
     finish_reason: str | None
     usage: dict[str, int] | None
+    stop_sequence: str | None = None  # the stop sequence the answer ended before, if one did

@@ -10,9 +10,9 @@ tool calls. The rules:
   fails), and a client runs a call it sees ended (Codex CLI runs a closed function call);
 - a call ends once its input is whole and text or reasoning follows it, or the answer
   ends whole;
-- when the answer is complete, every open part ends whole, in the order they started;
-  when it was cut (at the token budget, by a filter), the part it was cut in ends not
-  whole; when it failed, every open part ends not whole.
+- when the answer is complete, every open part ends WHOLE, in the order they started;
+  when it was cut (at the token budget, by a filter), the part it was cut in ends CUT;
+  when it failed, every open part ends FAILED.
 
 `writing` is the one piece of state a caller reads per token: the kind of the part the
 next delta goes to, None before the first part and after the end.
@@ -21,13 +21,14 @@ next delta goes to, None before the first part and after the end.
 from __future__ import annotations
 
 from ._encoders import Encoder
-from ._events import Part, PartKind, ToolCall, ToolCallStart
+from ._events import Part, PartEnding, PartKind, ToolCall, ToolCallStart
 
 __all__ = ["AnswerParts"]
 
 TEXT = PartKind.TEXT
 REASONING = PartKind.REASONING
 TOOL_CALL = PartKind.TOOL_CALL
+WHOLE = PartEnding.WHOLE
 
 
 class AnswerParts:
@@ -50,7 +51,7 @@ class AnswerParts:
 
     def start(self, kind: PartKind) -> str:
         """Starts a text or reasoning part (`writing` is another kind)."""
-        out = self._end([*self._whole_calls, *self._open_part()], whole=True)
+        out = self._end([*self._whole_calls, *self._open_part()], WHOLE)
         self._whole_calls = []
         part = self._open = self._next(kind)
         self.writing = kind
@@ -58,7 +59,7 @@ class AnswerParts:
 
     def start_call(self, call: ToolCallStart, padding: str) -> str:
         """Starts a tool call's part; `padding` rides on its first frame."""
-        out = self._end(self._open_part(), whole=True)
+        out = self._end(self._open_part(), WHOLE)
         self._open = None
         part = self._unfinished_calls[call.index] = self._next(TOOL_CALL, call)
         self.writing = TOOL_CALL
@@ -74,12 +75,12 @@ class AnswerParts:
         was cut off."""
         parts = sorted([*self._whole_calls, *self._unfinished_calls.values(), *self._open_part()], key=_number)
         last = [parts.pop()] if cut and parts and parts[-1].number == self._started - 1 else []
-        return self._end(parts, whole=True) + self._end(last, whole=False) + self._closed()
+        return self._end(parts, WHOLE) + self._end(last, PartEnding.CUT) + self._closed()
 
     def abandon(self) -> str:
-        """Ends every open part not whole: the answer failed."""
+        """Ends every open part FAILED: the answer failed."""
         parts = sorted([*self._whole_calls, *self._unfinished_calls.values(), *self._open_part()], key=_number)
-        return self._end(parts, whole=False) + self._closed()
+        return self._end(parts, PartEnding.FAILED) + self._closed()
 
     def _closed(self) -> str:
         self._open = None
@@ -96,11 +97,11 @@ class AnswerParts:
         self._started += 1
         return part
 
-    def _end(self, parts: list[Part], *, whole: bool) -> str:
+    def _end(self, parts: list[Part], ending: PartEnding) -> str:
         if not parts:
             return ""
         end = self._encoder.part_end
-        return "".join([end(part, whole) for part in sorted(parts, key=_number)])
+        return "".join([end(part, ending) for part in sorted(parts, key=_number)])
 
 
 def _number(part: Part) -> int:

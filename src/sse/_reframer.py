@@ -169,6 +169,7 @@ class Reframer:
             tool_calls=normalizer.tool_calls,
             finish_reason=self._finish_reason(),
             usage=None if normalizer.usage is None else dict(normalizer.usage),
+            stop_sequence=None if self._stop is None else self._stop.sequence,
         )
 
     def _finish_reason(self) -> str | None:

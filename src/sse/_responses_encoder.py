@@ -37,7 +37,7 @@ from typing import Any
 
 from ._codes import ERROR_CODES
 from ._encoders import Encoder, _dumps
-from ._events import Part, PartKind, ReframerStats, ToolCall, ToolCallDelta
+from ._events import Part, PartEnding, PartKind, ReframerStats, ToolCall, ToolCallDelta
 from ._openai_encoder import JSON_TYPE, SKIPPED_FIELD, openai_error, openai_finish_reason
 
 __all__ = [
@@ -191,9 +191,9 @@ class ResponsesEncoder(Encoder):
         assert part.call is not None
         return self._open_call(part.call.index, part.call.id, part.call.name)
 
-    def part_end(self, part: Part, whole: bool) -> str:
+    def part_end(self, part: Part, ending: PartEnding) -> str:
         # A part cut off or failed is never closed (see the module's docstring).
-        return self._close(self._items[part.number]) if whole else ""
+        return self._close(self._items[part.number]) if ending is PartEnding.WHOLE else ""
 
     def delta(self, text: str, padding: str) -> str:
         return self.json_delta(encode_basestring(text)[1:-1], padding)

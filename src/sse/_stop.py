@@ -24,17 +24,19 @@ class StopScanner:
         self._stops = tuple(stops)
         self._held = ""
         self.matched = False
+        self.sequence: str | None = None  # the one that matched: of those found, the first to begin
 
     def feed(self, text: str) -> str:
         """The part of `held + text` that is certainly answer text."""
         if self.matched:
             return ""
         pending = self._held + text
-        found = [index for index in (pending.find(stop) for stop in self._stops) if index >= 0]
+        found = [(index, stop) for stop, index in ((stop, pending.find(stop)) for stop in self._stops) if index >= 0]
         if found:
+            at, self.sequence = min(found, key=lambda match: match[0])
             self.matched = True
             self._held = ""
-            return pending[: min(found)]
+            return pending[:at]
         keep = max(self._prefix_at_end(pending, stop) for stop in self._stops)
         self._held = pending[len(pending) - keep :]
         return pending[: len(pending) - keep]

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from json.encoder import encode_basestring
 
 from ._encoders import Encoder, _dumps
-from ._events import Part, PartKind, ReframerStats, ToolCall, ToolCallDelta
+from ._events import Part, PartEnding, PartKind, ReframerStats, ToolCall, ToolCallDelta
 
 __all__ = ["UIMessageStreamEncoder", "UI_MESSAGE_STREAM_HEADER"]
 
@@ -75,7 +75,7 @@ class UIMessageStreamEncoder(Encoder):
         self._part_id = f"{self._request_id}-{part.number + 1}"
         return _frame({"type": f"{part.kind.value}-start", "id": self._part_id})
 
-    def part_end(self, part: Part, whole: bool) -> str:
+    def part_end(self, part: Part, ending: PartEnding) -> str:
         # A part cut off or failed ends too: the SDK then shows what it got.
         if part.kind is PartKind.TOOL_CALL:
             return ""  # its input was whole (tool-input-available) or the answer failed (error)

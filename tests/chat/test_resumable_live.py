@@ -23,6 +23,7 @@ from sse import (
     FrameNumberer,
     LineTooLongError,
     Part,
+    PartEnding,
     PartKind,
     ReframerStats,
     SSEEncoder,
@@ -157,8 +158,8 @@ def answer_frames() -> list[str]:
               sse.error(code="stopped", message="Stopped.", request_id="r1")]
     text, reasoning, more = (Part(kind=kind, number=n) for n, kind in enumerate((PartKind.TEXT, PartKind.REASONING, PartKind.TEXT)))
     chunks += [ui.meta(request_id="r1", model="m"), ui.part_start(text, "") + ui.delta("a\nb", "pp"),
-               ui.part_end(text, True) + ui.part_start(reasoning, "") + ui.reasoning("hm", ""),
-               ui.part_end(reasoning, True) + ui.part_start(more, "") + ui.delta("c", ""), ui.ping(), ui.part_end(more, True) + ui.done(stats)]
+               ui.part_end(text, PartEnding.WHOLE) + ui.part_start(reasoning, "") + ui.reasoning("hm", ""),
+               ui.part_end(reasoning, PartEnding.WHOLE) + ui.part_start(more, "") + ui.delta("c", ""), ui.ping(), ui.part_end(more, PartEnding.WHOLE) + ui.done(stats)]
     return [chunk for chunk in chunks if chunk]
 
 

@@ -2,12 +2,13 @@
 events, and a reader of their lines), upstream normalizer, the answer's parts (where each
 starts and ends, decided once), protocol encoders written in one vocabulary of events
 (_events: our SSE and NDJSON, the Vercel AI SDK UI message stream, OpenAI chunks and
-completions, OpenAI Responses), the Reframer that composes them, and the one table of
+completions, OpenAI Responses, Anthropic Messages), the Reframer that composes them, and the one table of
 client-facing error codes every surface renders.
 Plain Python with no I/O, so it runs unchanged on CPython and inside the Worker's Pyodide.
 """
 
 from ._answer_check import AnswerCheck
+from ._anthropic_encoder import AnthropicEncoder, anthropic_error, anthropic_usage
 from ._codes import ERROR_CODES, ERROR_MESSAGES, ErrorCode
 from ._encoders import STREAM_HEADERS, Encoder, NDJSONEncoder, SSEEncoder
 from ._errors import (
@@ -48,6 +49,7 @@ from ._workers_ai_errors import RATE_LIMIT_CODES, TIMEOUT_CODES, binding_error_c
 
 __all__ = [
     "AnswerCheck",
+    "AnthropicEncoder",
     "CUT_SHORT_REASONS",
     "DEFAULT_MAX_EVENT_CHARS",
     "DEFAULT_MAX_LINE_BYTES",
@@ -103,6 +105,8 @@ __all__ = [
     "UIMessageStreamEncoder",
     "UI_MESSAGE_STREAM_HEADER",
     "UpstreamNormalizer",
+    "anthropic_error",
+    "anthropic_usage",
     "binding_error_code",
     "loads_bounded",
     "openai_error",

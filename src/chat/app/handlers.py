@@ -11,6 +11,7 @@ from dataclasses import replace
 from importlib import import_module
 from typing import Any, TypeVar
 
+from chat.api.anthropic import MessagesRequest, count_tokens, validate_count, validate_messages
 from chat.api.body import BodyTooLarge
 from chat.api.body import split as split_body
 from chat.api.conversations import (
@@ -45,6 +46,7 @@ from sse import (
     ERROR_CODES,
     SKIPPED_HEADER,
     STREAM_HEADERS,
+    AnthropicEncoder,
     Encoder,
     NDJSONEncoder,
     OpenAIChunkEncoder,
@@ -297,6 +299,24 @@ async def _collected(edge: JsEdge, exchange: Exchange, admitted: Admitted, turn:
     if code is None and skipped:
         headers[SKIPPED_HEADER] = str(skipped)  # frames left out: the answer may have gaps
     return exchange.reply(body, status, headers)
+
+
+def _messages_turn(request: MessagesRequest) -> ChatTurn:
+    return request.turn
+
+
+async def anthropic_messages(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    request = await _read_turn(edge, admitted.config, validate_messages, _messages_turn)
+    encoder = AnthropicEncoder(streamed=request.stream, thinking=request.thinking)
+    if request.stream:
+        return await _stream(edge, exchange, admitted, request.turn, encoder)
+    return await _collected(edge, exchange, admitted, request.turn, encoder)
+
+
+async def anthropic_count_tokens(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:
+    # Checked as a Messages request is, never a model call: an estimate (chat.api.anthropic).
+    request = await _read_turn(edge, admitted.config, validate_count, _messages_turn)
+    return exchange.json(count_tokens(request))
 
 
 async def openai_models(edge: JsEdge, exchange: Exchange, admitted: Admitted) -> Reply:

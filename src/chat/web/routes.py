@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from chat.api.anthropic import anthropic_error_body
 from chat.api.openai import openai_error_body
 from chat.config import Config
 from chat.web import http
@@ -44,6 +45,8 @@ class Route:
     # Without AUTH_TOKEN, served only when this [vars] entry (its name ends in _PUBLIC) is
     # "true": an API whose clients are programs is never open by accident (docs/deploying.md).
     public_var: str | None = None
+    # A header that may carry the token instead of Authorization's bearer (x-api-key: Anthropic's).
+    key_header: str | None = None
 
     @property
     def errors(self) -> ErrorRenderer:
@@ -91,13 +94,22 @@ ROUTES: tuple[Route, ...] = (
           handler="chat.app.conversations:openai_conversation_item", public_var="OPENAI_API_PUBLIC"),
     # Open: the chat page reads it, and it names only the models.
     Route(name="openai-models", path="/v1/models", methods=("GET",), handler="chat.app.handlers:openai_models"),
+    # Anthropic's Messages API (docs/anthropic.md): its SDKs and Claude Code send the token
+    # in x-api-key, or as a bearer token.
+    Route(name="anthropic-messages", path="/v1/messages", methods=("POST",), handler="chat.app.handlers:anthropic_messages",
+          spends_budget=True, public_var="OPENAI_API_PUBLIC", key_header="x-api-key"),
+    Route(name="anthropic-count-tokens", path="/v1/messages/count_tokens", methods=("POST",),
+          handler="chat.app.handlers:anthropic_count_tokens", public_var="OPENAI_API_PUBLIC", key_header="x-api-key"),
 )
 
 OPENAI_PREFIX = "/v1/"  # OpenAI's API: routes, and paths that are none
+ANTHROPIC_PATH = "/v1/messages"  # ... but for Anthropic's, at this path and under it
 
 
 def surface_errors(path: str) -> ErrorRenderer:
     """The error shape of the API surface `path` belongs to."""
+    if path == ANTHROPIC_PATH or path.startswith(ANTHROPIC_PATH + "/"):
+        return anthropic_error_body
     return openai_error_body if path.startswith(OPENAI_PREFIX) else error_body
 
 _EXACT = {route.path: route for route in ROUTES if ID not in route.path}
@@ -172,7 +184,8 @@ def admit(exchange: Exchange, found: Match | None, read_config: Callable[[], Con
         return exchange.reply(None, 204, http.preflight_headers(origin, route.allowed, request.header("access-control-request-headers")))
     if request.method not in route.served:
         raise ApiError("method_not_allowed", f"Use {' or '.join(route.methods)} here.", headers={"allow": route.allowed})
-    token = authorize(request.header("authorization"), config)
+    token = authorize(request.header("authorization"), config,
+                      key=request.header(route.key_header) if route.key_header is not None else None)
     if token is None and route.public_var is not None and not _is_public(route.public_var, config):
         raise ApiError("unauthorized", f"This API is closed: the Worker's operator has set neither the AUTH_TOKEN secret nor "
                        f'{route.public_var} = "true" in [vars].', headers={"www-authenticate": "Bearer"})
@@ -184,14 +197,19 @@ def _is_public(variable: str, config: Config) -> bool:
     return {"OPENAI_API_PUBLIC": config.openai_api_public}[variable]
 
 
-def authorize(authorization: str | None, config: Config) -> str | None:
-    """The bearer token when the Worker requires one and `authorization` carries it;
-    raises ApiError(unauthorized) when it does not. None when no token is required."""
+def authorize(authorization: str | None, config: Config, *, key: str | None = None) -> str | None:
+    """The token when the Worker requires one and `authorization` carries it as a bearer
+    token, or `key` (a route's key header) is it; raises ApiError(unauthorized) when
+    neither does. None when no token is required."""
     if config.auth_token is None:
         return None
     import hmac  # only Workers with a token pay for this import at start-up
 
+    expected = config.auth_token.encode()
     scheme, _, token = (authorization or "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), config.auth_token.encode()):
+    bearer = scheme.lower() == "bearer" and hmac.compare_digest(token.strip().encode(), expected)
+    # Both are compared, whatever the first gave: the time taken says nothing of either.
+    keyed = key is not None and hmac.compare_digest(key.strip().encode(), expected)
+    if not (bearer or keyed):
         raise ApiError("unauthorized", headers={"www-authenticate": "Bearer"})
     return config.auth_token

@@ -4,8 +4,9 @@ error shape. Pure Python.
 
 The request's blocks become the binding's messages: text and images of a user message
 its content; each `tool_result` a tool message answering its call; an assistant's
-`tool_use` blocks its tool calls; `system` (the field, or messages of that role, as Claude
-Code sends) system messages. Thinking blocks sent back are left out: their signatures are
+`tool_use` blocks its tool calls; `system`, and after it the messages of that role that
+Claude Code puts among the others (after the user's, with its environment and skills),
+the system message. Thinking blocks sent back are left out: their signatures are
 Anthropic's, and the open models here read no earlier thinking. Fields the Worker cannot
 honour get a 400 naming them; fields that ask nothing of the answer (cache_control,
 metadata, context_management, service_tier) are accepted and left out.
@@ -28,6 +29,8 @@ from sse import anthropic_error
 __all__ = ["MAX_STOP_SEQUENCES", "MessagesRequest", "anthropic_error_body", "count_tokens", "validate_count", "validate_messages"]
 
 MAX_STOP_SEQUENCES = 16
+# A budget above MAX_TOKENS is lowered to it; one above this is no model's.
+MAX_BUDGET = 10_000_000
 MAX_STOP_CHARS = 256
 MAX_METADATA_CHARS = 1024  # metadata.user_id: Claude Code's is a JSON string of about 150 characters
 # Claude Code names its models with these prefixes (claude-opus-5-5, claude-haiku-5-5 in
@@ -76,8 +79,8 @@ def validate_messages(payload: Any, config: Config) -> MessagesRequest:
     if not isinstance(model, str) or not model:
         raise invalid_request("model must be a model's name.", param="model")
     max_tokens = payload.get("max_tokens")
-    if type(max_tokens) is not int or max_tokens < 1:
-        raise invalid_request("max_tokens must be a positive integer.", param="max_tokens")
+    if type(max_tokens) is not int or not 1 <= max_tokens <= MAX_BUDGET:
+        raise invalid_request(f"max_tokens must be an integer from 1 to {MAX_BUDGET}.", param="max_tokens")
     stream = payload.get("stream")
     if stream is not None and not isinstance(stream, bool):
         raise invalid_request("stream must be true or false.", param="stream")
@@ -204,9 +207,7 @@ Positions = list[tuple[int, int]]
 def _plain_messages(system: str | None, messages: list[Any]) -> tuple[list[Any], Positions]:
     plain: list[Any] = []
     positions: Positions = []
-    if system is not None:
-        plain.append({"role": "system", "content": system})
-        positions.append((0, 0))
+    instructions = [system] if system is not None else []
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -217,17 +218,22 @@ def _plain_messages(system: str | None, messages: list[Any]) -> tuple[list[Any],
         blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
         if not isinstance(blocks, list):
             raise invalid_request(f"{where}.content must be a string or a list of blocks.", param=f"{where}.content")
+        if role == "system":
+            text = _text_of(blocks, f"{where}.content")
+            if text.strip():  # Claude Code's --bare sends one of []
+                instructions.append(text)
+            continue
         for entry, first in _converted(role, blocks, where):
             plain.append(entry)
             positions.append((index, first))
+    if instructions:
+        plain.insert(0, {"role": "system", "content": "\n\n".join(instructions)})
+        positions.insert(0, (0, 0))
     return plain, positions
 
 
 def _converted(role: str, blocks: list[Any], where: str) -> list[tuple[dict[str, Any], int]]:
     """One request message's binding messages, each with the index of its first block."""
-    if role == "system":
-        text = _text_of(blocks, f"{where}.content")
-        return [({"role": "system", "content": text}, 0)] if text.strip() else []  # Claude Code's --bare sends []
     if role == "assistant":
         return [(_assistant(blocks, where), 0)]
     out: list[tuple[dict[str, Any], int]] = []

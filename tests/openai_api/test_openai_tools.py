@@ -245,3 +245,16 @@ async def test_langchain_chat_openai_with_bound_tools_streams_the_call(start_run
     # the tool's result) are accepted, and the answer comes from the result.
     reply = await bound.ainvoke([question, merged, ToolMessage("09:30 UTC", tool_call_id=call["id"])])
     assert str(reply.content).startswith("Tool result: 09:30 UTC")
+
+
+@pytest.mark.parametrize("bound", [2**53 - 1, 10**20], ids=["js-max-safe-integer", "beyond-it"])
+async def test_a_tool_schema_with_bounds_javascript_holds_only_as_bigints_reaches_the_model(start_runtime, http, bound):
+    # Pyodide hands such an int to JS as a BigInt, which the binding cannot serialize: every
+    # model failed (found with Claude Code 2.1.328, whose Read tool bounds `offset` so).
+    runtime = start_runtime(RuntimeOptions(ai_pace=0))
+    schema = {"type": "object", "properties": {"offset": {"type": "integer", "minimum": -bound, "maximum": bound}}}
+    tools = [{"type": "function", "function": {"name": "read_file", "parameters": schema}}]
+    response = await http.post(runtime.url + "/v1/chat/completions",
+                               json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "tools": tools})
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["choices"][0]["finish_reason"] in ("stop", "length")

@@ -108,8 +108,12 @@ def model_call(turn: ChatTurn, config: Config, *, request_id: str, route: str, c
         if turn.skip_cache:
             gateway["skipCache"] = True
         options["gateway"] = gateway
-    return ModelCall(inputs=turn.model_inputs(config.system_prompt), models=turn.models, reasoning_effort=turn.reasoning_effort,
-                     options=options, output=turn.output)
+    inputs = turn.model_inputs(config.system_prompt)
+    if "tools" in inputs:
+        # Tools' schemas bound numbers as widely as response_format's do (Claude Code's Read
+        # tool: `"maximum": 9007199254740991`), and would fail every model the same way.
+        inputs["tools"] = _js_numbers({"tools": inputs["tools"]})["tools"]
+    return ModelCall(inputs=inputs, models=turn.models, reasoning_effort=turn.reasoning_effort, options=options, output=turn.output)
 
 
 # Pyodide hands an int of magnitude 2**53 - 1 or more to JS as a BigInt, which the binding's
@@ -119,7 +123,8 @@ _JS_SAFE_INT = 2**53 - 1
 
 
 def _js_numbers(schema: Mapping[str, Any]) -> dict[str, Any]:
-    # A checked schema: at most 16 KiB and MAX_JSON_DEPTH deep, so json's own recursion is bounded.
+    # Checked schemas (chat.api.tools, chat.output.schema): bounded in size and depth, so
+    # json's own recursion is bounded.
     def number(text: str) -> int | float:
         value = int(text)
         return float(value) if abs(value) >= _JS_SAFE_INT else value

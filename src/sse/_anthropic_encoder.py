@@ -5,7 +5,8 @@ request without `stream`.
 A stream is `message_start`, then each content block in the model's order (a part of the
 answer, sse._events.Part: its `index` is the part's number), opened by
 `content_block_start`, written by `content_block_delta` (`text_delta`, `thinking_delta`,
-`input_json_delta`) and closed by `content_block_stop`, then `message_delta` with the
+`input_json_delta`) and closed by `content_block_stop` (a call's once its input is
+whole), then `message_delta` with the
 stop reason and the usage, then `message_stop`. A failure after the start is one `error`
 event (`overloaded_error` when the model is busy or rate-limited, `api_error` otherwise)
 and nothing after it: the SDKs raise on it, and an answer with no `message_stop` is never
@@ -131,9 +132,9 @@ class AnthropicEncoder(Encoder):
 
     def part_end(self, part: Part, ending: PartEnding) -> str:
         # A block cut at the budget is closed (the stop reason says max_tokens); one the
-        # answer failed in is not.
+        # answer failed in is not. A call's block closed when its input was whole.
         index = self._blocks_of.get(part.number)
-        if index is None or not self._streamed or ending is PartEnding.FAILED:
+        if index is None or not self._streamed or ending is PartEnding.FAILED or part.kind is PartKind.TOOL_CALL:
             return ""
         return _event("content_block_stop", {"index": index})
 
@@ -151,10 +152,15 @@ class AnthropicEncoder(Encoder):
         return self._delta(self._call_blocks[delta.index], "input_json_delta", "partial_json", delta.arguments, padding)
 
     def tool_call(self, call: ToolCall) -> str:
+        # Its block closes now, not when the core ends its part: Anthropic's blocks come one
+        # at a time, and the next call may start before text ends the calls' parts (the
+        # core keeps calls open that long for the Responses API). Every call is whole
+        # before an answer ends well, and a client runs none before message_stop.
         # An input that is not a JSON object cannot be a tool_use block's: a collected
         # answer says {} (a streamed one has sent the text as it came).
-        self._blocks[self._call_blocks[call.index]]["input"] = call.input if call.input is not None else {}
-        return ""
+        index = self._call_blocks[call.index]
+        self._blocks[index]["input"] = call.input if call.input is not None else {}
+        return _event("content_block_stop", {"index": index}) if self._streamed else ""
 
     def ping(self) -> str:
         return _event("ping", {}) if self._streamed else ""

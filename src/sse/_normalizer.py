@@ -293,7 +293,8 @@ class UpstreamNormalizer:
     "other"; usage counts must be integers from 0 to 2**53 - 1.
 
     Tool calls are assembled by a ToolCallAssembler: the events they give are appended to
-    `tool_events`, for the caller to take after each read; tool calls it cannot pass on set
+    `tool_events`, for the caller to take after each read (the first `before_text` of them
+    before the text it returned, the rest after); tool calls it cannot pass on set
     `failure` to the error code the stream must end with, and nothing is read after that.
     """
 
@@ -315,6 +316,9 @@ class UpstreamNormalizer:
         self._heads_left = _HEADS_LEARNED
         self._tools = ToolCallAssembler(call_id_prefix)
         self.tool_events: list[ToolEvent] = []
+        # How many of tool_events came before the text `read` returned with them: a call the
+        # text ended is whole before the text begins. The rest came after it.
+        self.before_text = 0
         self.failure: str | None = None
 
     @property
@@ -340,6 +344,10 @@ class UpstreamNormalizer:
         if _FINISH_WEIGHT.get(reason, 0) >= _FINISH_WEIGHT.get(self.finish_reason or "", 0):
             self.finish_reason = reason
         self._finishes += 1
+
+    def _end_call_before_text(self) -> None:
+        self._tools.finish(self.tool_events)
+        self.before_text = len(self.tool_events)
 
     def complete_tool_calls(self) -> None:
         """Completes a call still open when the stream ends (its `ToolCall` event)."""
@@ -388,7 +396,7 @@ class UpstreamNormalizer:
         text = fast_response(data)
         if text is not None:
             if self._tools.open:
-                self._tools.finish(self.tool_events)  # text after a call: the call is done
+                self._end_call_before_text()
             return text, ""
         if data.startswith(_OPENAI_PREFIX):
             chunk = _OPENAI_CHUNK.fullmatch(data)
@@ -398,7 +406,7 @@ class UpstreamNormalizer:
                     self._usage_text = usage
                 text = scan_body(body) if "\\" in body else body
                 if self._tools.open:
-                    self._tools.finish(self.tool_events)
+                    self._end_call_before_text()
                 return ("", text) if field != "content" else (text, "")
         return self.frame(data)
 
@@ -576,7 +584,7 @@ class UpstreamNormalizer:
                 readable = readable and reasoning_readable
             if (text or reasoning) and self._tools.open:
                 # Text after a call: the call is done, and a client may run it now.
-                self._tools.finish(self.tool_events)
+                self._end_call_before_text()
             if "tool_calls" in holder:
                 self._tools.read(holder["tool_calls"], self.tool_events)
         return text, reasoning, known, readable

@@ -421,6 +421,11 @@ class Reframer:
                 self._move(Move.UPSTREAM_DONE)
                 self._ignore_boms_after(index)
                 break
+            if normalizer.before_text:
+                # A call this text ended: whole before the text begins, in the model's order.
+                self._deltas, self._chars = deltas, chars
+                self._emit_tool_events(out, normalizer.before_text)
+                deltas, chars = self._deltas, self._chars
             if stop is not None and text:
                 text = stop.feed(text)
             if reasoning:
@@ -438,13 +443,9 @@ class Reframer:
                 if check is not None:
                     check.feed(text)
             if normalizer.tool_events:
-                if stop is not None:
-                    # Text held back in case it began a stop sequence did not: a tool
-                    # call came first. It goes out before the call, in the model's order.
-                    self._deltas, self._chars = deltas, chars
-                    self._held_text(stop.flush(), out)
-                    deltas, chars = self._deltas, self._chars
+                self._deltas, self._chars = deltas, chars
                 self._emit_tool_events(out)
+                deltas, chars = self._deltas, self._chars
             if stop is not None and stop.matched or normalizer.failure is not None:
                 self._ignore_boms_after(index)
                 break
@@ -455,10 +456,16 @@ class Reframer:
         # The stream ended at events[index]: lines after it were never the answer's.
         self._unread_boms += sum(1 for at in self._reader.stray_bom_events if at > index)
 
-    def _emit_tool_events(self, out: list[str]) -> None:
+    def _emit_tool_events(self, out: list[str], count: int | None = None) -> None:
+        """The first `count` of the normalizer's tool events (None: all of them)."""
         encoder = self._encoder
         parts = self._parts
-        events = self._normalizer.tool_events
+        normalizer = self._normalizer
+        if self._stop is not None:
+            # Text held back in case it began a stop sequence did not: a tool event came
+            # first. It goes out before it, in the model's order.
+            self._held_text(self._stop.flush(), out)
+        events = normalizer.tool_events if count is None else normalizer.tool_events[:count]
         for event in events:
             if isinstance(event, ToolCallDelta):
                 out.append(encoder.tool_call_delta(event, next(self._pads)))
@@ -466,7 +473,8 @@ class Reframer:
                 out.append(parts.call_whole(event))
             elif isinstance(event, ToolCallStart):
                 out.append(parts.start_call(event, next(self._pads)))
-        events.clear()
+        del normalizer.tool_events[: len(events)]
+        normalizer.before_text = 0
 
     @staticmethod
     def _encode(out: list[str]) -> str:

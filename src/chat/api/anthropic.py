@@ -85,6 +85,11 @@ def validate_messages(payload: Any, config: Config) -> MessagesRequest:
     if stream is not None and not isinstance(stream, bool):
         raise invalid_request("stream must be true or false.", param="stream")
     _check_metadata(payload.get("metadata"))
+    temperature = payload.get("temperature")
+    if temperature is not None and (isinstance(temperature, bool) or not isinstance(temperature, int | float)
+                                    or not 0 <= temperature <= 1):
+        # Anthropic's range; within it, the model's own (chat.model.catalog).
+        raise invalid_request("temperature must be a number from 0 to 1.", param="temperature")
     effort, thinking = _reasoning(payload.get("thinking"), payload.get("output_config"))
     plain, positions = _plain_messages(_system(payload.get("system")), messages)
     offered = _tools(payload.get("tools"))
@@ -171,7 +176,7 @@ def _reasoning(thinking: Any, output_config: Any) -> tuple[str | None, bool]:
                                   "/v1/responses here (response_format, text.format).", param="output_config.format")
         wanted = output_config.get("effort")
         if wanted is not None:
-            if wanted not in _EFFORTS:
+            if not isinstance(wanted, str) or wanted not in _EFFORTS:
                 raise invalid_request(f"output_config.effort must be one of {', '.join(_EFFORTS)}.", param="output_config.effort")
             if effort != "none":
                 effort = _EFFORTS[wanted]
@@ -226,6 +231,8 @@ def _plain_messages(system: str | None, messages: list[Any]) -> tuple[list[Any],
         for entry, first in _converted(role, blocks, where):
             plain.append(entry)
             positions.append((index, first))
+    if not plain:
+        raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
     if instructions:
         plain.insert(0, {"role": "system", "content": "\n\n".join(instructions)})
         positions.insert(0, (0, 0))

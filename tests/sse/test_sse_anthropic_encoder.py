@@ -1,0 +1,138 @@
+"""Anthropic's Messages events from the Reframer, checked against the `anthropic` SDK's own
+types and its own accumulator: blocks open and close in order, indices count the blocks
+sent, the stop reason tells a cut from an end, and a failure is one `error` event."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from anthropic.lib.streaming._messages import accumulate_event
+from anthropic.types import Message, RawMessageStreamEvent
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import TypeAdapter
+
+from sse import AnthropicEncoder, Reframer
+from tests.sse.support import parse_chunks, run_reframer, sent, three_ways
+from tests.sse.test_sse_responses_encoder import USAGE, call, chunk
+
+EVENT = TypeAdapter(RawMessageStreamEvent)
+
+
+def reframer(*, streamed: bool = True, thinking: bool = True, stop: tuple[str, ...] = (), max_tokens: int | None = None) -> Reframer:
+    return Reframer(request_id="r1", model="@cf/m", encoder=AnthropicEncoder(streamed=streamed, thinking=thinking), max_padding=8,
+                    rng=random.Random(7), stop=stop, max_tokens=max_tokens)
+
+
+def events(output: str) -> list[dict[str, Any]]:
+    """Each event's data, named by its `event:` line and valid by the SDK's types."""
+    out = []
+    for event in parse_chunks([sent(output)], max_line_bytes=1 << 24, max_event_chars=1 << 24).events:
+        data = json.loads(event.data)
+        assert event.type == data["type"]
+        if data["type"] not in ("error", "ping"):  # the SDK reads these two apart from its event types
+            EVENT.validate_python(data)
+        out.append(data)
+    return out
+
+
+def accumulated(found: list[dict[str, Any]]) -> Message | None:
+    """What the SDK's MessageStream makes of the events (None before message_start)."""
+    snapshot = None
+    buffers: dict[int, bytes] = {}  # its partial tool inputs, by block
+    for data in found:
+        if data["type"] == "error":
+            break
+        if data["type"] == "ping":
+            continue
+        snapshot = accumulate_event(event=EVENT.validate_python(data), current_snapshot=snapshot, json_bufs=buffers)  # type: ignore[arg-type]
+    return snapshot
+
+
+texts = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
+
+
+@st.composite
+def upstreams(draw: st.DrawFn) -> tuple[list[str], str]:
+    frames: list[str] = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["text", "reasoning", "call"]))
+        if kind == "call":
+            index = sum(frame.count('"id"') for frame in frames)
+            frames += call(index, f"c{index}", "now", [json.dumps({"at": draw(texts)})])
+        else:
+            frames.append(chunk({"content" if kind == "text" else "reasoning_content": draw(texts)}))
+    ending = draw(st.sampled_from(["stop", "length", "cut", "error"]))
+    if ending in ("stop", "length"):
+        frames += [chunk({}, ending), USAGE, "data: [DONE]\n\n"]
+    elif ending == "error":
+        frames.append('data: {"error":{"message":"x","code":500}}\n\ndata: [DONE]\n\n')
+    return frames, ending
+
+
+@given(upstreams(), st.integers(0, 1000), st.booleans())
+def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunked(upstream, seed: int, thinking: bool) -> None:
+    frames, ending = upstream
+    outputs = {name: run_reframer(lambda: reframer(thinking=thinking), chunks) for name, chunks in three_ways("".join(frames), seed)}
+    assert len(set(outputs.values())) == 1
+    found = events(outputs["whole"])
+    kinds = [data["type"] for data in found]
+    assert kinds[0] == "message_start"
+    open_blocks: list[int] = []
+    started = 0
+    for data in found:
+        if data["type"] == "content_block_start":
+            assert data["index"] == started and not open_blocks  # one block at a time, counted from 0
+            open_blocks.append(data["index"])
+            started += 1
+        elif data["type"] == "content_block_delta":
+            assert open_blocks == [data["index"]]
+        elif data["type"] == "content_block_stop":
+            assert open_blocks.pop() == data["index"]
+    if ending in ("stop", "length"):
+        assert kinds[-2:] == ["message_delta", "message_stop"] and not open_blocks
+        assert found[-2]["delta"]["stop_reason"] == {"stop": "end_turn", "length": "max_tokens"}[ending] or (
+            ending == "stop" and found[-2]["delta"]["stop_reason"] == "tool_use")
+        message = accumulated(found)
+        assert message is not None and Message.model_validate(message.model_dump())
+        shown = [block.type for block in message.content]
+        assert thinking or "thinking" not in shown
+    else:
+        # A failure: one error event, last, and no message_stop; the block it failed in stays open.
+        assert kinds[-1] == "error" and "message_stop" not in kinds and kinds.count("error") == 1
+        assert found[-1]["error"]["type"] == "api_error" and len(open_blocks) <= 1
+
+
+@given(upstreams(), st.booleans())
+def test_a_collected_message_holds_what_the_stream_says(upstream, thinking: bool) -> None:
+    frames, ending = upstream
+    streamed = accumulated(events(run_reframer(lambda: reframer(thinking=thinking), ["".join(frames)])))
+    whole = json.loads(run_reframer(lambda: reframer(streamed=False, thinking=thinking), ["".join(frames)]))
+    if ending in ("cut", "error"):
+        assert whole["type"] == "error" and whole["error"]["type"] == "api_error"
+        return
+    message = Message.model_validate(whole)
+    assert streamed is not None
+    assert [block.model_dump() for block in message.content] == [block.model_dump() for block in streamed.content]
+    assert (message.stop_reason, message.usage.output_tokens) == (streamed.stop_reason, streamed.usage.output_tokens)
+
+
+def test_a_stop_sequence_is_named_with_its_stop_reason() -> None:
+    upstream = chunk({"content": "Once upon a time. THE END"}) + chunk({}, "stop") + "data: [DONE]\n\n"
+    found = events(run_reframer(lambda: reframer(stop=("THE END",)), [upstream]))
+    assert found[-2]["delta"] == {"stop_reason": "stop_sequence", "stop_sequence": "THE END"}
+
+
+def test_usage_counts_cached_prompt_tokens_apart_as_anthropic_does() -> None:
+    usage = 'data: {"choices":[],"usage":{"prompt_tokens":50,"completion_tokens":7,"total_tokens":57,"prompt_tokens_details":{"cached_tokens":40}}}\n\n'
+    upstream = chunk({"content": "hi"}) + chunk({}, "stop") + usage + "data: [DONE]\n\n"
+    found = events(run_reframer(lambda: reframer(), [upstream]))
+    assert found[-2]["usage"] == {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 40, "output_tokens": 7}
+
+
+def test_an_unreadable_tool_input_is_an_empty_object_in_a_collected_message() -> None:
+    upstream = "".join(call(0, "c0", "now", ['{"at": '])) + chunk({}, "tool_calls") + "data: [DONE]\n\n"
+    message = json.loads(run_reframer(lambda: reframer(streamed=False), [upstream]))
+    assert message["content"] == [{"type": "tool_use", "id": "c0", "name": "now", "input": {}}] and message["stop_reason"] == "tool_use"

@@ -55,8 +55,15 @@ _STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool
                  "content_filter": "refusal"}
 
 
+# Codes whose type is not their status's: a model without capacity is Anthropic's
+# `overloaded_error`, which Claude Code and the SDKs retry as such.
+_CODE_TYPES = {"model_unavailable": "overloaded_error"}
+
+
 def anthropic_error_type(code: str) -> str:
     """The Anthropic error type of one of our codes."""
+    if code in _CODE_TYPES:
+        return _CODE_TYPES[code]
     entry = ERROR_CODES.get(code)
     return _ERROR_TYPES.get(entry.status if entry is not None else 500, "api_error")
 

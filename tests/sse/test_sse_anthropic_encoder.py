@@ -136,3 +136,11 @@ def test_an_unreadable_tool_input_is_an_empty_object_in_a_collected_message() ->
     upstream = "".join(call(0, "c0", "now", ['{"at": '])) + chunk({}, "tool_calls") + "data: [DONE]\n\n"
     message = json.loads(run_reframer(lambda: reframer(streamed=False), [upstream]))
     assert message["content"] == [{"type": "tool_use", "id": "c0", "name": "now", "input": {}}] and message["stop_reason"] == "tool_use"
+
+
+def test_a_model_without_capacity_midway_is_overloaded_and_any_other_failure_an_api_error() -> None:
+    busy = 'data: {"error":{"message":"3040: Capacity temporarily exceeded","code":3040}}\n\n'
+    for upstream, kind in ((chunk({"content": "a"}) + busy, "overloaded_error"),
+                           (chunk({"content": "a"}) + 'data: {"error":{"message":"x"}}\n\n', "api_error")):
+        found = events(run_reframer(lambda: reframer(), [upstream]))
+        assert found[-1]["type"] == "error" and found[-1]["error"]["type"] == kind

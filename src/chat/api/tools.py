@@ -29,7 +29,9 @@ MAX_TOOLS = 64
 MAX_DESCRIPTION_CHARS = 16 * 1024
 MAX_PARAMETERS_BYTES = 16 * 1024  # a schema's compact JSON, UTF-8
 MAX_PARAMETERS_DEPTH = 16  # arrays and objects, the schema object itself counting as 1
-MAX_TOOLS_BYTES = 64 * 1024  # all tools' compact JSON together
+# All tools' compact JSON together: Claude Code 2.1.328 sends 32 KB of them, 61 KB with its
+# experimental betas off (2026-12-04), before any MCP server adds its own.
+MAX_TOOLS_BYTES = 256 * 1024
 # ... and on the calls and results of the history.
 MAX_ID_CHARS = 256
 MAX_ARGUMENTS_BYTES = 256 * 1024

@@ -14,7 +14,6 @@ a file lock so that parallel pytest workers install it once. Never in `make dev`
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -25,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.harness.npm_tools import ensure_installed
+
 ROOT = Path(__file__).resolve().parents[2]
 CLAUDE_CODE_VERSION = "2.1.328"
 PREFIX = ROOT / ".dev" / "claude-code"
 CLAUDE_BIN = PREFIX / "node_modules" / ".bin" / "claude"
-INSTALL = ["npm", "install", "--prefix", str(PREFIX), "--no-audit", "--no-fund", f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"]
 
 
 @dataclass
@@ -47,25 +47,8 @@ class ClaudeResult:
 
 def ensure_claude_code(timeout: float = 600) -> Path:
     """Install @anthropic-ai/claude-code@CLAUDE_CODE_VERSION into .dev/claude-code once."""
-    PREFIX.mkdir(parents=True, exist_ok=True)
-    with open(PREFIX / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed_version() != CLAUDE_CODE_VERSION or not CLAUDE_BIN.exists():
-            # npm with the machine's own settings (its registry and certificates).
-            env = {**os.environ, "PATH": os.pathsep.join([str(ROOT / ".venv" / "bin"), os.environ.get("PATH", "/usr/bin:/bin")])}
-            installed = subprocess.run(INSTALL, env=env, timeout=timeout, capture_output=True, text=True)
-            if installed.returncode != 0 or _installed_version() != CLAUDE_CODE_VERSION:
-                raise RuntimeError(f"Claude Code {CLAUDE_CODE_VERSION} could not be installed (npm said: {installed.stderr[-500:]!r}). "
-                                   f"Install it by hand with: {' '.join(INSTALL)}")
+    ensure_installed(PREFIX, "@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, what="Claude Code", timeout=timeout)
     return CLAUDE_BIN
-
-
-def _installed_version() -> str | None:
-    try:
-        version = json.loads((PREFIX / "node_modules" / "@anthropic-ai" / "claude-code" / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return version if isinstance(version, str) else None
 
 
 def run_claude(base_url: str, prompt: str, *, args: Sequence[str] = (), api_key: str = "any key works without AUTH_TOKEN",

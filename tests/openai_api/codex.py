@@ -15,7 +15,6 @@ once.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -27,12 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tests.harness.npm_tools import ensure_installed
+
 ROOT = Path(__file__).resolve().parents[2]
 CODEX_VERSION = "0.171.0"
 CODEX_PREFIX = ROOT / ".dev" / "codex"
 CODEX_BIN = CODEX_PREFIX / "node_modules" / ".bin" / "codex"
 # About 424 MB installed: only the tests that run Codex install it, never `make dev`.
-INSTALL = ["npm", "install", "--prefix", str(CODEX_PREFIX), "--no-audit", "--no-fund", f"@openai/codex@{CODEX_VERSION}"]
 MODEL = "@cf/zai-org/glm-4.7-flash"
 PROVIDER_ID = "worker"
 API_KEY_ENV = "WORKER_API_KEY"
@@ -88,25 +88,8 @@ class CodexResult:
 
 def ensure_codex(timeout: float = 600) -> Path:
     """Install @openai/codex@CODEX_VERSION into .dev/codex once; return the `codex` launcher."""
-    CODEX_PREFIX.mkdir(parents=True, exist_ok=True)
-    with open(CODEX_PREFIX / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed_version() != CODEX_VERSION:
-            # npm with the machine's own settings (its registry, its CA certificates: a bare
-            # environment failed here with SELF_SIGNED_CERT_IN_CHAIN); Codex itself runs bare.
-            installed = subprocess.run(INSTALL, env={**os.environ, **_base_env()}, timeout=timeout, capture_output=True, text=True)
-            if installed.returncode != 0 or _installed_version() != CODEX_VERSION:
-                raise RuntimeError(f"Codex CLI {CODEX_VERSION} could not be installed (npm said: {installed.stderr[-500:]!r}). "
-                                   f"Install it by hand with: {' '.join(INSTALL)}")
+    ensure_installed(CODEX_PREFIX, "@openai/codex", CODEX_VERSION, what="Codex CLI", timeout=timeout)
     return CODEX_BIN
-
-
-def _installed_version() -> str | None:
-    try:
-        version = json.loads((CODEX_PREFIX / "node_modules" / "@openai" / "codex" / "package.json").read_text())["version"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return version if isinstance(version, str) else None
 
 
 def _base_env() -> dict[str, str]:

@@ -16,7 +16,7 @@ from pydantic import TypeAdapter
 
 from sse import AnthropicEncoder, Reframer
 from tests.sse.support import parse_chunks, run_reframer, sent, three_ways
-from tests.sse.test_sse_responses_encoder import USAGE, call, chunk
+from tests.sse.test_sse_responses_encoder import call, chunk, texts, upstreams
 
 EVENT = TypeAdapter(RawMessageStreamEvent)
 
@@ -51,28 +51,11 @@ def accumulated(found: list[dict[str, Any]]) -> Message | None:
     return snapshot
 
 
-texts = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
+# Calls whose arguments are JSON, in one piece: the SDK parses a tool_use block's input.
+ANTHROPIC_UPSTREAMS = upstreams(arguments=texts.map(lambda text: [json.dumps({"at": text})]))
 
 
-@st.composite
-def upstreams(draw: st.DrawFn) -> tuple[list[str], str]:
-    frames: list[str] = []
-    for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["text", "reasoning", "call"]))
-        if kind == "call":
-            index = sum(frame.count('"id"') for frame in frames)
-            frames += call(index, f"c{index}", "now", [json.dumps({"at": draw(texts)})])
-        else:
-            frames.append(chunk({"content" if kind == "text" else "reasoning_content": draw(texts)}))
-    ending = draw(st.sampled_from(["stop", "length", "cut", "error"]))
-    if ending in ("stop", "length"):
-        frames += [chunk({}, ending), USAGE, "data: [DONE]\n\n"]
-    elif ending == "error":
-        frames.append('data: {"error":{"message":"x","code":500}}\n\ndata: [DONE]\n\n')
-    return frames, ending
-
-
-@given(upstreams(), st.integers(0, 1000), st.booleans())
+@given(ANTHROPIC_UPSTREAMS, st.integers(0, 1000), st.booleans())
 def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunked(upstream, seed: int, thinking: bool) -> None:
     frames, ending = upstream
     outputs = {name: run_reframer(lambda: reframer(thinking=thinking), chunks) for name, chunks in three_ways("".join(frames), seed)}
@@ -105,7 +88,7 @@ def test_the_events_are_valid_ordered_and_the_same_however_the_upstream_is_chunk
         assert found[-1]["error"]["type"] == "api_error" and len(open_blocks) <= 1
 
 
-@given(upstreams(), st.booleans())
+@given(ANTHROPIC_UPSTREAMS, st.booleans())
 def test_a_collected_message_holds_what_the_stream_says(upstream, thinking: bool) -> None:
     frames, ending = upstream
     streamed = accumulated(events(run_reframer(lambda: reframer(thinking=thinking), ["".join(frames)])))

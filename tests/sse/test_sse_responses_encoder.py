@@ -82,15 +82,19 @@ def check_stream(found: list[dict[str, Any]]) -> None:
 texts = st.text(st.characters(codec="utf-8"), min_size=1, max_size=12)
 
 
+ANY_ARGUMENTS = st.lists(texts, max_size=3)  # a call's arguments in pieces, JSON or not
+
+
 @st.composite
-def upstreams(draw: st.DrawFn) -> tuple[list[str], str]:
-    """An OpenAI-framed upstream of reasoning, text and calls in any order, and how it ends."""
+def upstreams(draw: st.DrawFn, arguments: st.SearchStrategy[list[str]] = ANY_ARGUMENTS) -> tuple[list[str], str]:
+    """An OpenAI-framed upstream of reasoning, text and calls (their arguments in the pieces
+    `arguments` draws) in any order, and how it ends."""
     frames: list[str] = []
     for _ in range(draw(st.integers(0, 6))):
         kind = draw(st.sampled_from(["text", "reasoning", "call"]))
         if kind == "call":
             index = sum(frame.count('"id"') for frame in frames)
-            frames += call(index, f"c{index}", draw(st.sampled_from(["now", "clock__now"])), draw(st.lists(texts, max_size=3)))
+            frames += call(index, f"c{index}", draw(st.sampled_from(["now", "clock__now"])), draw(arguments))
         else:
             frames.append(chunk({"content" if kind == "text" else "reasoning_content": draw(texts)}))
     ending = draw(st.sampled_from(["stop", "length", "cut", "error"]))

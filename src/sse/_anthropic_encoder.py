@@ -158,15 +158,18 @@ class AnthropicEncoder(Encoder):
             return ""  # the whole input comes with tool_call
         return self._delta(self._call_blocks[delta.index], "input_json_delta", "partial_json", delta.arguments, padding)
 
+    def carries(self, call: ToolCall) -> bool:
+        # A tool_use block's input is a JSON object; arguments that are none (cut JSON, a
+        # list) would be run as {} or fail in the SDK's parse after message_stop.
+        return call.input is not None
+
     def tool_call(self, call: ToolCall) -> str:
         # Its block closes now, not when the core ends its part: Anthropic's blocks come one
         # at a time, and the next call may start before text ends the calls' parts (the
         # core keeps calls open that long for the Responses API). Every call is whole
         # before an answer ends well, and a client runs none before message_stop.
-        # An input that is not a JSON object cannot be a tool_use block's: a collected
-        # answer says {} (a streamed one has sent the text as it came).
         index = self._call_blocks[call.index]
-        self._blocks[index]["input"] = call.input if call.input is not None else {}
+        self._blocks[index]["input"] = call.input
         return _event("content_block_stop", {"index": index}) if self._streamed else ""
 
     def ping(self) -> str:

@@ -129,6 +129,11 @@ class Encoder(ABC):
     def tool_call(self, call: ToolCall) -> str:
         """A call is complete: its whole arguments, parsed where they can be."""
 
+    def carries(self, call: ToolCall) -> bool:
+        """Whether this encoding can hand the client `call` as the model wrote it; one it
+        cannot ends the answer with `upstream_malformed` before the call's `tool_call`."""
+        return True
+
     @abstractmethod
     def ping(self) -> str: ...
 

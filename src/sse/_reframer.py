@@ -328,6 +328,8 @@ class Reframer:
         # is (the client is told it is incomplete), and an answer that called tools has
         # its text still to come: one that called tools it was offered, not one that only
         # says it did, or called a tool nobody offered.
+        if self._normalizer.failure is not None:
+            return self._error(self._normalizer.failure)  # a call the encoder cannot carry (_emit_tool_events)
         stats = self.stats
         check = self._check
         if check is not None and stats.finish_reason not in CUT_SHORT_REASONS and not (stats.tool_calls and check.tools_offered):
@@ -470,9 +472,14 @@ class Reframer:
             if isinstance(event, ToolCallDelta):
                 out.append(encoder.tool_call_delta(event, next(self._pads)))
             elif isinstance(event, ToolCall):
+                if not encoder.carries(event):
+                    normalizer.failure = "upstream_malformed"  # the answer ends here (_done, feed)
+                    break
                 out.append(parts.call_whole(event))
             elif isinstance(event, ToolCallStart):
                 out.append(parts.start_call(event, next(self._pads)))
+        if normalizer.failure is not None:
+            events = normalizer.tool_events  # nothing after a call the encoding cannot carry
         del normalizer.tool_events[: len(events)]
         normalizer.before_text = 0
 

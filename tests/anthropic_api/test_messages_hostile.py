@@ -14,6 +14,8 @@ CLAUDE = "claude-opus-5-5"
 USER = [{"role": "user", "content": "hi"}]
 TOOL = {"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
 CALLED = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}]}
+TWO_CALLS = {"role": "assistant", "content": [*CALLED["content"],
+                                              {"type": "tool_use", "id": "toolu_2", "name": "get_weather", "input": {"city": "Rome"}}]}
 
 
 def body(**fields: Any) -> dict[str, Any]:
@@ -75,6 +77,18 @@ REFUSED = [
     pytest.param(body(messages=[*USER, CALLED, result(is_error="yes")]), 400, "messages[2].content[0].is_error", id="is-error-not-a-boolean"),
     pytest.param(body(messages=[*USER, CALLED, result(content=[{"type": "video"}])]), 400, "messages[2].content[0].content[0]",
                  id="result-of-an-unknown-block"),
+    # Found by a review's attack (2026-12-04): each a 200 that reached the model, or a name
+    # the client never sent.
+    pytest.param(body(messages=[*USER, TWO_CALLS, result("toolu_1")]), 400, "messages[2]", id="a-call-left-unanswered"),
+    pytest.param(body(messages=[*USER, CALLED, {"role": "user", "content": "and?"}]), 400, "messages[2]", id="text-instead-of-results"),
+    pytest.param(body(messages=[*USER, CALLED, {"role": "user", "content": [*result()["content"], *result()["content"]]}]), 400,
+                 "messages[2]", id="one-call-answered-twice"),
+    pytest.param(body(messages=[*USER, {"role": "assistant", "content": [{"type": "tool_use", "id": "", "name": "f", "input": {}}]},
+                                result("")]), 400, "messages[1].content[0].id", id="empty-tool-use-id"),
+    pytest.param(body(messages=[*USER, CALLED, result("t" * 300)]), 400, "messages[2].content[0].tool_use_id", id="tool-use-id-of-300"),
+    pytest.param(body(tools=[{"type": "typo", **TOOL}]), 400, "tools[0].type", id="unknown-tool-type"),
+    pytest.param(body(tools=[{"name": "f", "input_schema": {"type": "object", "maximum": 10**309}}]), 400, "tools[0].input_schema",
+                 id="schema-number-past-doubles"),
     # Tools.
     pytest.param(body(tools={"name": "f"}), 400, "tools", id="tools-not-a-list"),
     pytest.param(body(tools=[TOOL] * 65), 400, "tools", id="65-tools"),

@@ -98,6 +98,23 @@ def test_images_become_the_image_parts_the_images_path_reads():
     assert [part["type"] for part in parts] == ["image_url", "text"] and parts[0]["image_url"]["url"].startswith("data:image/png;base64,")
 
 
+def test_a_system_prompt_is_refused_where_the_server_alone_sets_it():
+    closed = Config(model=GLM, openai_system_messages=False)
+    for fields, named in (({"system": "be brief"}, "system"),
+                          ({"messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": "env"}]}, "messages[1].role")):
+        with pytest.raises(ApiError) as refused:
+            validate_messages(request(**fields), closed)
+        assert refused.value.param == named and "set by the server" in refused.value.message
+
+
+def test_an_image_counts_as_many_tokens_as_anthropic_counts_for_a_large_one():
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": png}}
+    counted = count_tokens(validate_count({"model": "claude-opus-5-5", "messages": [{"role": "user", "content": [image]}]},
+                                          Config(model=GEMMA)))
+    assert 1_600 <= counted["input_tokens"] < 1_610  # the image, and the message around it
+
+
 def test_count_tokens_counts_the_system_prompt_messages_and_tools():
     small = count_tokens(validate_count({"model": "claude-opus-5-5", "messages": [{"role": "user", "content": "hi"}]}, CONFIG))
     large = count_tokens(validate_count({"model": "claude-opus-5-5", "system": "s" * 600, "tools": [TOOL],

@@ -28,6 +28,8 @@ HOSTILE_FIELDS = [
     pytest.param({"n": 10**300}, 400, "n", id="n-of-300-digits"),
     pytest.param({"tools": [{"type": "function", "function": {"name": "f" * 50_000}}]}, 400, "tools[0].function.name", id="huge-tool"),
     pytest.param({"user": "u" * 60_000}, 200, None, id="huge-user-ignored"),
+    pytest.param({"tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "maximum": 10**309}}}]}, 400,
+                 "tools[0].function.parameters", id="schema-number-past-doubles"),
 ]
 
 

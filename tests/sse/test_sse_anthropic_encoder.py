@@ -8,6 +8,7 @@ import json
 import random
 from typing import Any
 
+import pytest
 from anthropic.lib.streaming._messages import accumulate_event
 from anthropic.types import Message, RawMessageStreamEvent
 from hypothesis import given
@@ -115,10 +116,16 @@ def test_usage_counts_cached_prompt_tokens_apart_as_anthropic_does() -> None:
     assert found[-2]["usage"] == {"input_tokens": 10, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 40, "output_tokens": 7}
 
 
-def test_an_unreadable_tool_input_is_an_empty_object_in_a_collected_message() -> None:
-    upstream = "".join(call(0, "c0", "now", ['{"at": '])) + chunk({}, "tool_calls") + "data: [DONE]\n\n"
-    message = json.loads(run_reframer(lambda: reframer(streamed=False), [upstream]))
-    assert message["content"] == [{"type": "tool_use", "id": "c0", "name": "now", "input": {}}] and message["stop_reason"] == "tool_use"
+@pytest.mark.parametrize("arguments", ['{"at": ', "[1, 2]", "not json"], ids=["cut-json", "a-list", "not-json"])
+def test_a_call_whose_input_is_no_json_object_fails_the_answer_instead_of_reading_as_one(arguments: str) -> None:
+    # A tool_use block's input is an object: the SDKs would run such a call as {} or fail
+    # parsing it after message_stop (found by a review's attack, 2026-12-04).
+    upstream = "".join(call(0, "c0", "now", [arguments])) + chunk({}, "tool_calls") + "data: [DONE]\n\n"
+    found = events(run_reframer(lambda: reframer(), [upstream]))
+    assert found[-1]["type"] == "error" and "message_stop" not in [data["type"] for data in found]
+    assert "upstream_malformed" in found[-1]["error"]["message"]
+    whole = json.loads(run_reframer(lambda: reframer(streamed=False), [upstream]))
+    assert whole["type"] == "error" and "upstream_malformed" in whole["error"]["message"]
 
 
 def test_a_model_without_capacity_midway_is_overloaded_and_any_other_failure_an_api_error() -> None:

@@ -15,11 +15,14 @@ metadata, context_management, service_tier) are accepted and left out.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from chat.api import tools as tool_checks
+from chat.api.images import urls_in
+from chat.api.openai import checked_stops
 from chat.api.validation import checked_message_list, checked_sampling, checked_turn
 from chat.config import INPUT_CHARS_PER_TOKEN, Config
 from chat.turn import ChatTurn
@@ -28,11 +31,13 @@ from sse import anthropic_error
 
 __all__ = ["MAX_STOP_SEQUENCES", "MessagesRequest", "anthropic_error_body", "count_tokens", "validate_count", "validate_messages"]
 
-MAX_STOP_SEQUENCES = 16
+MAX_STOP_SEQUENCES = 16  # each of openai.MAX_STOP_CHARS at most
 # A budget above MAX_TOKENS is lowered to it; one above this is no model's.
 MAX_BUDGET = 10_000_000
-MAX_STOP_CHARS = 256
-MAX_METADATA_CHARS = 1024  # metadata.user_id: Claude Code's is a JSON string of about 150 characters
+MAX_METADATA_CHARS = 1024
+# count_tokens' estimate of an image: about the most Anthropic counts for one (its vision
+# page: width x height / 750, images scaled to at most 1.15 megapixels).
+IMAGE_TOKENS = 1_600  # metadata.user_id: Claude Code's is a JSON string of about 150 characters
 # Claude Code names its models with these prefixes (claude-opus-5-5, claude-haiku-5-5 in
 # 2.1.328, 2026-12-04): they are answered by MODEL and its fallbacks.
 CLAUDE_PREFIX = "claude-"
@@ -40,9 +45,12 @@ CLAUDE_PREFIX = "claude-"
 _BUDGET_EFFORTS = ((2_048, "low"), (8_192, "medium"))
 # output_config.effort (Anthropic's effort control) as the catalog's efforts.
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "max": "xhigh"}
-# Tool types Anthropic runs on its own side (web search, code execution, ...): no model
-# here can call them, so they are left out, as /v1/responses leaves out hosted tools.
+# A client's own tool; Anthropic's tools are named with their version's date
+# (web_search_20250305, bash_20250124, text_editor_20250728, code_execution_20250825): they
+# run on Anthropic's side or have schemas only its models know, so they are left out, as
+# /v1/responses leaves out hosted tools.
 _CUSTOM_TOOL_TYPES = (None, "custom")
+_ANTHROPIC_TOOL = re.compile(r"[a-z][a-z0-9_]{0,63}_[0-9]{8}")
 # Fields that ask for what this Worker cannot do.
 _NOT_HONOURED = {
     "mcp_servers": "MCP servers are not connected here; run the MCP client on your side",
@@ -91,7 +99,7 @@ def validate_messages(payload: Any, config: Config) -> MessagesRequest:
         # Anthropic's range; within it, the model's own (chat.model.catalog).
         raise invalid_request("temperature must be a number from 0 to 1.", param="temperature")
     effort, thinking = _reasoning(payload.get("thinking"), payload.get("output_config"))
-    plain, positions = _plain_messages(_system(payload.get("system")), messages)
+    plain, positions = _plain_messages(_system(payload.get("system"), config), messages, config)
     offered = _tools(payload.get("tools"))
     chat: dict[str, Any] = {
         # A Claude model's name asks for this Worker's own: MODEL and its fallbacks.
@@ -132,7 +140,8 @@ def count_tokens(request: MessagesRequest) -> dict[str, int]:
     assume (chat.config.INPUT_CHARS_PER_TOKEN): Workers AI has no tokenizer to ask."""
     chars = sum(tool_checks.input_chars(dict(message)) for message in request.turn.messages)
     chars += len(json.dumps(request.turn.tool_inputs.get("tools", []), separators=(",", ":")))
-    return {"input_tokens": max(1, -(-chars // INPUT_CHARS_PER_TOKEN))}
+    images = sum(1 for _ in urls_in(request.turn.messages))
+    return {"input_tokens": max(1, -(-chars // INPUT_CHARS_PER_TOKEN) + images * IMAGE_TOKENS)}
 
 
 # --- the request's parts ------------------------------------------------------------------
@@ -183,11 +192,17 @@ def _reasoning(thinking: Any, output_config: Any) -> tuple[str | None, bool]:
     return effort, shown
 
 
-def _system(value: Any) -> str | None:
+def _system(value: Any, config: Config) -> str | None:
     if value is None:
         return None
+    if not config.openai_system_messages:
+        raise invalid_request(_SET_BY_SERVER.format(field="system"), param="system")
     text = _text_of(value, "system")
     return text or None
+
+
+# OPENAI_SYSTEM_MESSAGES = "refuse": the system prompt is the server's alone (docs/deploying.md).
+_SET_BY_SERVER = "{field}: the system prompt is set by the server here."
 
 
 def _text_of(value: Any, where: str) -> str:
@@ -209,10 +224,11 @@ def _text_of(value: Any, where: str) -> str:
 Positions = list[tuple[int, int]]
 
 
-def _plain_messages(system: str | None, messages: list[Any]) -> tuple[list[Any], Positions]:
+def _plain_messages(system: str | None, messages: list[Any], config: Config) -> tuple[list[Any], Positions]:
     plain: list[Any] = []
     positions: Positions = []
     instructions = [system] if system is not None else []
+    calls: list[str] = []  # the tool_use ids of the assistant message before, each to be answered once next
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
         if not isinstance(message, dict):
@@ -224,19 +240,40 @@ def _plain_messages(system: str | None, messages: list[Any]) -> tuple[list[Any],
         if not isinstance(blocks, list):
             raise invalid_request(f"{where}.content must be a string or a list of blocks.", param=f"{where}.content")
         if role == "system":
+            if not config.openai_system_messages:
+                raise invalid_request(_SET_BY_SERVER.format(field=f"{where}.role"), param=f"{where}.role")
             text = _text_of(blocks, f"{where}.content")
             if text.strip():  # Claude Code's --bare sends one of []
                 instructions.append(text)
             continue
-        for entry, first in _converted(role, blocks, where):
+        converted = _converted(role, blocks, where)
+        calls = _paired(calls, converted, where)
+        for entry, first in converted:
             plain.append(entry)
             positions.append((index, first))
+    if calls:
+        raise invalid_request(f"messages: the last message's {len(calls)} tool_use blocks need tool_result blocks in a user message "
+                              "after it.", param="messages")
     if not plain:
         raise invalid_request("messages: the last message must come from the user, or be a tool result.", param="messages")
     if instructions:
         plain.insert(0, {"role": "system", "content": "\n\n".join(instructions)})
         positions.insert(0, (0, 0))
     return plain, positions
+
+
+def _paired(calls: list[str], converted: list[tuple[dict[str, Any], int]], where: str) -> list[str]:
+    """The tool_use ids the next message must answer, after this one (`converted`): the
+    message after an assistant's tool_use blocks answers each of them once, with
+    tool_result blocks, as Anthropic's API requires."""
+    answered = [entry["tool_call_id"] for entry, _ in converted if entry["role"] == "tool"]
+    if calls or answered:
+        if len(set(answered)) != len(answered):
+            raise invalid_request(f"{where}: two tool_result blocks answer the same tool_use.", param=where)
+        if set(answered) != set(calls):
+            raise invalid_request(f"{where}: the tool_use blocks of the assistant message before it need one tool_result each "
+                                  f"here, and only those ({len(calls)} asked, {len(set(answered) & set(calls))} answered).", param=where)
+    return [call["id"] for entry, _ in converted for call in entry.get("tool_calls", [])]
 
 
 def _converted(role: str, blocks: list[Any], where: str) -> list[tuple[dict[str, Any], int]]:
@@ -256,9 +293,7 @@ def _converted(role: str, blocks: list[Any], where: str) -> list[tuple[dict[str,
             out.append((_tool_result(block, at), index))
             first = index + 1
         elif kind == "text":
-            if not isinstance(block.get("text"), str):
-                raise invalid_request(f"{at}.text must be a string.", param=f"{at}.text")
-            parts.append({"type": "text", "text": block["text"]})
+            parts.append({"type": "text", "text": _block_text(block, at)})
         elif kind == "image":
             parts.append(_image(block, at))
         else:
@@ -268,6 +303,13 @@ def _converted(role: str, blocks: list[Any], where: str) -> list[tuple[dict[str,
         content: Any = "\n\n".join(part["text"] for part in parts) if all(p["type"] == "text" for p in parts) else parts
         out.append(({"role": "user", "content": content}, first))
     return out
+
+
+def _block_text(block: dict[str, Any], at: str) -> str:
+    text = block.get("text")
+    if not isinstance(text, str):
+        raise invalid_request(f"{at}.text must be a string.", param=f"{at}.text")
+    return text
 
 
 def _image(block: dict[str, Any], at: str) -> dict[str, Any]:
@@ -289,7 +331,7 @@ def _image(block: dict[str, Any], at: str) -> dict[str, Any]:
 
 
 def _tool_result(block: dict[str, Any], at: str) -> dict[str, Any]:
-    call_id = block.get("tool_use_id")
+    call_id = tool_checks.checked_identifier(block.get("tool_use_id"), f"{at}.tool_use_id")
     content = block.get("content", "")
     if isinstance(content, list):
         texts = []
@@ -319,15 +361,18 @@ def _assistant(blocks: list[Any], where: str) -> dict[str, Any]:
         at = f"{where}.content[{index}]"
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            if not isinstance(block.get("text"), str):
-                raise invalid_request(f"{at}.text must be a string.", param=f"{at}.text")
-            texts.append(block["text"])
+            texts.append(_block_text(block, at))
         elif kind == "tool_use":
             arguments = block.get("input")
             if not isinstance(arguments, dict):
                 raise invalid_request(f"{at}.input must be an object.", param=f"{at}.input")
-            calls.append({"id": block.get("id"), "type": "function",
-                          "function": {"name": block.get("name"), "arguments": tool_checks.compact_json(arguments, f"{at}.input")}})
+            # Checked here, in the client's names, before the chat checks see the binding's.
+            call_id = tool_checks.checked_identifier(block.get("id"), f"{at}.id")
+            if call_id in (call["id"] for call in calls):
+                raise invalid_request(f"{at}.id: another tool_use of this message has this id.", param=f"{at}.id")
+            name = tool_checks.checked_identifier(block.get("name"), f"{at}.name")
+            text = tool_checks.checked_arguments(tool_checks.compact_json(arguments, f"{at}.input"), f"{at}.input")
+            calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": text}})
         elif kind not in ("thinking", "redacted_thinking"):
             raise invalid_request(f'{at}.type must be "text", "tool_use" or "thinking" in an assistant message.', param=f"{at}.type")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts)}
@@ -348,8 +393,12 @@ def _tools(value: Any) -> list[dict[str, Any]]:
     for index, tool in enumerate(value):
         if not isinstance(tool, dict):
             raise invalid_request(f"tools[{index}] must be an object.", param=f"tools[{index}]")
-        if tool.get("type") not in _CUSTOM_TOOL_TYPES:
-            continue  # one of Anthropic's server tools (see _CUSTOM_TOOL_TYPES)
+        kind = tool.get("type")
+        if kind not in _CUSTOM_TOOL_TYPES:
+            if isinstance(kind, str) and _ANTHROPIC_TOOL.fullmatch(kind):
+                continue  # one of Anthropic's own tools (see _ANTHROPIC_TOOL)
+            raise invalid_request(f'tools[{index}].type must be "custom" (or left out), or one of Anthropic\'s tools '
+                                  '(web_search_20250305, ...), which are left out.', param=f"tools[{index}].type")
         offered.append({"type": "function", "function": {"name": tool.get("name"), "description": tool.get("description"),
                                                          "parameters": tool.get("input_schema")}})
     return offered
@@ -383,14 +432,7 @@ def _check_top_k(value: Any) -> None:
 
 
 def _stop_sequences(value: Any) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or len(value) > MAX_STOP_SEQUENCES:
-        raise invalid_request(f"stop_sequences must be a list of at most {MAX_STOP_SEQUENCES} strings.", param="stop_sequences")
-    for stop in value:
-        if not isinstance(stop, str) or not 1 <= len(stop) <= MAX_STOP_CHARS:
-            raise invalid_request(f"stop_sequences: each must be a string of 1 to {MAX_STOP_CHARS} characters.", param="stop_sequences")
-    return tuple(value)
+    return () if value is None else checked_stops(value, "stop_sequences", "a list", MAX_STOP_SEQUENCES)
 
 
 # The chat checks name the chat shape's fields; a refusal names the client's.

@@ -174,12 +174,17 @@ def model_options(payload: dict[str, Any], model: str) -> tuple[tuple[str, float
 
 
 def _stop(value: Any) -> tuple[str, ...]:
-    stops = [value] if isinstance(value, str) else value
-    if stops is None:
+    if value is None:
         return ()
-    if not isinstance(stops, list) or len(stops) > MAX_STOP_SEQUENCES:
-        raise invalid_request(f"stop must be a string or a list of at most {MAX_STOP_SEQUENCES} strings.", param="stop")
+    return checked_stops([value] if isinstance(value, str) else value, "stop", "a string or a list", MAX_STOP_SEQUENCES)
+
+
+def checked_stops(stops: Any, field: str, shape: str, most: int) -> tuple[str, ...]:
+    """Stop sequences: a list of at most `most` strings of 1 to MAX_STOP_CHARS characters;
+    else ApiError(400) naming `field`, which takes `shape`."""
+    if not isinstance(stops, list) or len(stops) > most:
+        raise invalid_request(f"{field} must be {shape} of at most {most} strings.", param=field)
     for stop in stops:
         if not isinstance(stop, str) or not 1 <= len(stop) <= MAX_STOP_CHARS:
-            raise invalid_request(f"stop: each sequence must be a string of 1 to {MAX_STOP_CHARS} characters.", param="stop")
+            raise invalid_request(f"{field}: each sequence must be a string of 1 to {MAX_STOP_CHARS} characters.", param=field)
     return tuple(stops)

@@ -145,7 +145,9 @@ def checked_parameters(value: Any, field: str) -> dict[str, Any]:
         raise invalid_request(f"{field} must be a JSON object (a JSON Schema).", param=field)
     if json_depth(value, MAX_PARAMETERS_DEPTH) > MAX_PARAMETERS_DEPTH:
         raise invalid_request(f"{field} nests deeper than {MAX_PARAMETERS_DEPTH} levels.", param=field)
-    size = len(compact_json(value, field).encode("utf-8", "surrogatepass"))
+    text = compact_json(value, field)
+    numbers_fit_javascript(text, field)
+    size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_PARAMETERS_BYTES:
         raise invalid_request(f"{field} is {size} bytes as JSON; at most {MAX_PARAMETERS_BYTES} are allowed.", param=field)
     return value
@@ -360,6 +362,21 @@ def compact_json(value: Any, field: str) -> str:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     except ValueError:
         raise invalid_request(f"{field} holds a number out of JSON's range.", param=field) from None
+
+
+def numbers_fit_javascript(text: str, field: str) -> None:
+    """Refuses a schema (its compact JSON `text`) holding an integer no JavaScript number
+    can be: it crosses to the binding as a number (chat.model.call), and one past the
+    doubles' range has none (OverflowError; found by a review's attack, 2026-12-04).
+    Raises ApiError(400) naming `field`."""
+    try:
+        json.loads(text, parse_int=_as_double)
+    except OverflowError:
+        raise invalid_request(f"{field} holds a number out of JSON's range.", param=field) from None
+
+
+def _as_double(digits: str) -> float:
+    return float(int(digits))
 
 
 def json_size(value: Any) -> int:

@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from typing import Any, TypeAlias
 
-from chat.api.tools import compact_json, utf8_size
+from chat.api.tools import compact_json, numbers_fit_javascript, utf8_size
 from chat.web.errors import invalid_request
 from sse import MAX_JSON_DEPTH, JSONDepthError, loads_bounded
 
@@ -278,7 +278,9 @@ def checked_schema(schema: object, field: str, *, strict: bool) -> CompiledSchem
         raise invalid_request(f"{field} must be a JSON Schema (an object).", param=field)
     # compact_json measures the depth first, without recursion (json.dumps recurses), and
     # refuses a number JSON cannot carry (1e400 reads as inf).
-    size = utf8_size(compact_json(schema, field))
+    text = compact_json(schema, field)
+    numbers_fit_javascript(text, field)
+    size = utf8_size(text)
     if size > MAX_SCHEMA_BYTES:
         raise invalid_request(f"{field} is {size} bytes as JSON; at most {MAX_SCHEMA_BYTES} are allowed.", param=field)
     return _Compiler(strict=strict).compiled(schema, field)

@@ -99,7 +99,7 @@ ROUTES: tuple[Route, ...] = (
     Route(name="anthropic-messages", path="/v1/messages", methods=("POST",), handler="chat.app.handlers:anthropic_messages",
           spends_budget=True, public_var="OPENAI_API_PUBLIC", key_header="x-api-key"),
     Route(name="anthropic-count-tokens", path="/v1/messages/count_tokens", methods=("POST",),
-          handler="chat.app.handlers:anthropic_count_tokens", public_var="OPENAI_API_PUBLIC", key_header="x-api-key"),
+          handler="chat.app.handlers:anthropic_count_tokens", spends_budget=True, public_var="OPENAI_API_PUBLIC", key_header="x-api-key"),
 )
 
 OPENAI_PREFIX = "/v1/"  # OpenAI's API: routes, and paths that are none

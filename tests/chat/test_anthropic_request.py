@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chat.api.anthropic import count_tokens, validate_count, validate_messages
+from chat.api.anthropic import anthropic_error_body, count_tokens, validate_count, validate_messages
 from chat.config import Config
 from chat.web.errors import ApiError
+from tests.anthropic_api.test_messages_hostile import REFUSED
 
 GLM = "@cf/zai-org/glm-4.7-flash"
 GEMMA = "@cf/google/gemma-4-26b-a4b-it"
@@ -143,3 +144,31 @@ def test_any_request_is_a_turn_or_an_api_error_naming_its_field(fields, messages
         json.dumps({"message": error.message, "param": error.param})
     else:
         assert checked.turn.messages[-1]["role"] in ("user", "tool")
+
+
+@pytest.mark.parametrize(("payload", "status", "field"), REFUSED)
+def test_every_refusal_of_the_runtime_suite_names_its_field_on_cpython_too(payload, status, field):
+    # The malformed requests of tests/anthropic_api/test_messages_hostile.py, checked here
+    # where coverage sees them (that suite proves the same answers in workerd). The body
+    # limit is the route's, not the parser's.
+    with pytest.raises(ApiError) as refused:
+        validate_messages(payload, CONFIG)
+    assert refused.value.status == status and (field is None or field in refused.value.message)
+    assert json.loads(anthropic_error_body(refused.value, "r1"))["error"]["message"] == refused.value.message
+
+
+def test_what_is_accepted_and_left_out():
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    url_image = {"type": "image", "source": {"type": "url", "url": f"data:image/png;base64,{png}"}}
+    messages = [{"role": "user", "content": [url_image, {"type": "text", "text": "and?"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "get_weather", "input": {}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {}}]}]}]
+    tools = [TOOL, {"type": "web_search_20250305", "name": "web_search"}]
+    turn = validate_messages(request(messages=messages, tools=tools, tool_choice={"type": "tool", "name": "get_weather"}),
+                             Config(model=GEMMA)).turn
+    assert [tool["function"]["name"] for tool in turn.tool_inputs["tools"]] == ["get_weather"]
+    assert turn.tool_inputs["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
+    assert turn.messages[0]["content"][0]["type"] == "image_url" and "image" in turn.messages[-1]["content"]
+    assert validate_messages(request(tool_choice={"type": "none"}), CONFIG).turn.tool_inputs == {}
+    with pytest.raises(ApiError, match="JSON object"):
+        validate_count([1], CONFIG)

@@ -411,7 +411,7 @@ def _tool_choice(value: Any, offered: list[dict[str, Any]]) -> dict[str, Any]:
     if kind not in ("auto", "any", "tool", "none"):
         raise invalid_request('tool_choice.type must be "auto", "any", "tool" or "none".', param="tool_choice.type")
     if not offered:
-        return {"tool_choice": "none"} if kind == "none" else {}
+        return {}  # with nothing to call, any choice is to answer in text
     choice: Any = {"auto": "auto", "any": "required", "none": "none"}.get(kind)
     if kind == "tool":
         choice = {"type": "function", "function": {"name": value.get("name")}}

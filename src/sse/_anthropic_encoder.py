@@ -2,7 +2,8 @@
 streamed events of `POST /v1/messages`, or, collected, the one Message object of a
 request without `stream`.
 
-A stream is `message_start`, then each content block in the model's order (a part of the
+The events as Anthropic's streaming page describes them (platform.claude.com/docs/en/
+build-with-claude/streaming, read 2026-12-04). A stream is `message_start`, then each content block in the model's order (a part of the
 answer, sse._events.Part: its `index` is the part's number), opened by
 `content_block_start`, written by `content_block_delta` (`text_delta`, `thinking_delta`,
 `input_json_delta`) and closed by `content_block_stop` (a call's once its input is
@@ -34,20 +35,21 @@ __all__ = ["AnthropicEncoder", "anthropic_error", "anthropic_error_type", "anthr
 
 JSON_TYPE = "application/json"
 
-# The error `type` for a status, as Anthropic's API names them (its errors page); the
-# SDKs pick their exception class by the HTTP status.
+# The error `type` for a status, as Anthropic's errors page names them (docs.claude.com/en/api/errors,
+# read 2026-12-04: invalid_request_error for any 4XX it lists no other type for, api_error
+# for its own failures, overloaded_error for 529); the SDKs pick their exception class by
+# the HTTP status.
 _ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
     403: "permission_error",
     404: "not_found_error",
     405: "invalid_request_error",
-    408: "timeout_error",
+    408: "invalid_request_error",
     413: "request_too_large",
     415: "invalid_request_error",
     429: "rate_limit_error",
     503: "overloaded_error",
-    504: "timeout_error",
 }
 
 # The model's finish reasons (sse.KNOWN_FINISH_REASONS) as stop reasons.

@@ -428,6 +428,9 @@ class Reframer:
                 self._deltas, self._chars = deltas, chars
                 self._emit_tool_events(out, normalizer.before_text)
                 deltas, chars = self._deltas, self._chars
+                if normalizer.failure is not None:
+                    self._ignore_boms_after(index)
+                    break  # a call the encoder cannot carry: nothing after it (not the text)
             if stop is not None and text:
                 text = stop.feed(text)
             if reasoning:

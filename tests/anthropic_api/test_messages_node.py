@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.harness.runtime import RuntimeOptions
-from tests.harness.scenarios import error, native_frame, scripted_options, sleep
+from tests.openai_api.test_openai_sdk import FAILURES
 
 ROOT = Path(__file__).resolve().parents[2]
 READER = Path(__file__).with_name("stream_with_anthropic_sdk.mjs")
@@ -42,8 +42,8 @@ async def test_the_typescript_sdk_streams_a_tool_call(start_runtime):
 
 
 async def test_a_stream_failing_midway_throws_in_the_typescript_sdks_loop(start_runtime):
-    runtime = start_runtime(scripted_options([native_frame("Hel"), sleep(50), error("secret provider detail")]))
+    runtime = start_runtime(FAILURES)  # the OpenAI suite's runtime of failures, shared
     read = stream_with_anthropic_sdk(runtime.url, {"model": "claude-opus-5-5", "max_tokens": 64,
-                                                   "messages": [{"role": "user", "content": "partial"}]})
+                                                   "messages": [{"role": "user", "content": "fails midway"}]})
     assert read["error"]["class"] == "APIError" and read["error"]["type"] == "api_error", read
     assert "secret" not in json.dumps(read)

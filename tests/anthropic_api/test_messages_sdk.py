@@ -12,14 +12,11 @@ from tests.harness.client import USER, chat
 from tests.harness.runtime import LocalRuntime, RuntimeOptions
 from tests.harness.scenarios import (
     done_frame,
-    echo,
-    error,
     native_frame,
-    script,
     scripted_options,
-    sleep,
-    usage_frame,
 )
+from tests.openai_api.test_openai_access import CLOSED, GUARDED, TOKEN
+from tests.openai_api.test_openai_sdk import FAILURES as OPENAI_FAILURES
 
 MODEL = "@cf/zai-org/glm-4.7-flash"  # wrangler.toml's MODEL, which a Claude model's name asks for
 CLAUDE = "claude-opus-5-5"  # the name Claude Code 2.1.328 sends by default
@@ -32,14 +29,8 @@ def sdk(runtime: LocalRuntime, api_key: str = "any key works without AUTH_TOKEN"
     return AsyncAnthropic(base_url=runtime.url, api_key=api_key, max_retries=0, timeout=30)
 
 
-FAILURES = scripted_options(
-    [echo(), usage_frame(3, 1), done_frame()],
-    prompts={
-        "fails midway": script([native_frame("Hel"), sleep(50), native_frame("lo"), sleep(50), error("secret provider detail")]),
-        "cut off": script([native_frame("Hel"), native_frame("lo")]),
-        "rate limited": script(fail_start="3040: Capacity temporarily exceeded"),
-    },
-)
+# The OpenAI suite's runtime of failures (the same scripts: one runtime serves both).
+FAILURES = OPENAI_FAILURES
 
 
 async def test_a_message_is_the_emulators_answer_for_the_same_conversation(start_runtime, http):
@@ -172,9 +163,7 @@ async def test_refusals_are_in_anthropics_shape_with_its_types(start_runtime):
     assert unknown.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
 
 
-TOKEN = "s3cret-for-the-messages-test"
-GUARDED = RuntimeOptions(ai_pace=0, variables=(("AUTH_TOKEN", TOKEN), ("OPENAI_API_PUBLIC", "false")))
-CLOSED = RuntimeOptions(ai_pace=0, variables=(("OPENAI_API_PUBLIC", "false"),))
+# The access suite's runtimes, shared.
 
 
 async def test_the_token_is_taken_from_x_api_key_or_as_a_bearer_token(start_runtime):

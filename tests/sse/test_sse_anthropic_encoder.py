@@ -128,6 +128,12 @@ def test_a_call_whose_input_is_no_json_object_fails_the_answer_instead_of_readin
     assert whole["type"] == "error" and "upstream_malformed" in whole["error"]["message"]
 
 
+def test_nothing_follows_a_refused_call_not_even_the_text_that_ended_it() -> None:
+    upstream = "".join(call(0, "c0", "now", ['{"at": '])) + chunk({"content": "after"}) + chunk({}, "stop") + "data: [DONE]\n\n"
+    found = events(run_reframer(lambda: reframer(), [upstream]))
+    assert found[-1]["type"] == "error" and not any(data.get("delta", {}).get("type") == "text_delta" for data in found)
+
+
 def test_a_model_without_capacity_midway_is_overloaded_and_any_other_failure_an_api_error() -> None:
     busy = 'data: {"error":{"message":"3040: Capacity temporarily exceeded","code":3040}}\n\n'
     for upstream, kind in ((chunk({"content": "a"}) + busy, "overloaded_error"),

@@ -36,7 +36,8 @@ MAX_STOP_SEQUENCES = 16  # each of openai.MAX_STOP_CHARS at most
 MAX_BUDGET = 10_000_000
 MAX_METADATA_CHARS = 1024
 # count_tokens' estimate of an image: about the most Anthropic counts for one (its vision
-# page: width x height / 750, images scaled to at most 1.15 megapixels).
+# page, platform.claude.com/docs/en/build-with-claude/vision, read 2026-12-04: an image of
+# more than ~1,600 tokens is scaled down first).
 IMAGE_TOKENS = 1_600  # metadata.user_id: Claude Code's is a JSON string of about 150 characters
 # Claude Code names its models with these prefixes (claude-opus-5-5, claude-haiku-5-5 in
 # 2.1.328, 2026-12-04): they are answered by MODEL and its fallbacks.
@@ -405,6 +406,7 @@ def _tools(value: Any) -> list[dict[str, Any]]:
 
 
 def _tool_choice(value: Any, offered: list[dict[str, Any]]) -> dict[str, Any]:
+    # Without tools any valid choice asks for text, as Claude answers (docs/anthropic.md).
     if value is None:
         return {}
     kind = value.get("type") if isinstance(value, dict) else None

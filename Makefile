@@ -64,8 +64,10 @@ check: setup browser lint
 # Everything, as CI runs it. Branch coverage of the pure modules (pyproject.toml's
 # [tool.coverage.run]) is reported and gated at what they reach; the ten slowest tests and the
 # runtimes started are printed every run, so growth is seen when it happens.
+# --no-loadscope-reorder: pytest-xdist otherwise hands out the files with the most tests
+# first, undoing tests/conftest.py's order (the long heavy files first, not last).
 test: setup browser lint $(INSTRUCTOR_VENV)/.installed
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
 		--durations=10 $(PYTEST_ARGS)
 
 # The README's picture of the page, and docs/cli.md's of the CLI in a terminal (a pty

@@ -19,7 +19,7 @@ settings.register_profile("fuzz", max_examples=5_000, deadline=None, suppress_he
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 RUNTIME_POOL = pytest.StashKey[RuntimePool]()
-SESSION_CRASHES = pytest.StashKey[list[str]]()
+SESSION_ERRORS = pytest.StashKey[list[str]]()
 
 
 RUNTIME_FIXTURES = {"start_runtime", "runtime_pool", "run_pages"}
@@ -56,20 +56,23 @@ def start_runtime(runtime_pool: RuntimePool) -> Callable[..., LocalRuntime]:
 
 
 @pytest.fixture(autouse=True)
-def fail_when_a_runtime_crashes(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A crash of the runtime cuts every stream in flight and wrangler restarts it, so the
-    test may still see plausible answers: fail every test whose runtimes printed one.
-    Autouse fixtures are set up first, so runtimes taken by other fixtures count too."""
+def fail_on_runtime_errors(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail every test whose requests made a runtime print an error it did not declare
+    (`@pytest.mark.expected_errors`), or that held a runtime while it crashed: a crash cuts
+    every stream in flight and wrangler restarts the runtime, so the test may still see
+    plausible answers. Autouse fixtures are set up first, so runtimes taken by other
+    fixtures count too. What comes after the test has ended fails the session instead."""
     if "start_runtime" not in request.fixturenames:
         yield
         return
     pool: RuntimePool = request.getfixturevalue("runtime_pool")
-    pool.begin_test()
+    marker = request.node.get_closest_marker("expected_errors")
+    pool.begin_test(request.node.nodeid, tuple(marker.args) if marker else ())
     yield
-    crashes = pool.crash_lines_in_test()
+    errors = pool.errors_in_test()
     pool.end_test()
-    if crashes:
-        pytest.fail("the local runtime crashed during this test:\n" + "\n".join(crashes), pytrace=False)
+    if errors:
+        pytest.fail("the local runtime printed errors this test did not expect:\n" + "\n".join(errors), pytrace=False)
 
 
 RUNTIME_STARTS = pytest.StashKey[list[float]]()  # seconds per start, across xdist workers
@@ -77,20 +80,22 @@ RUNTIME_STARTS = pytest.StashKey[list[float]]()  # seconds per start, across xdi
 
 @pytest.hookimpl(trylast=True)  # after the session's fixtures are torn down: every runtime stopped
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Fail the run if any runtime printed a crash at any time, even between tests or
-    after a test's own check had looked. Under pytest-xdist each worker has its own pool and
-    hands its findings to the controller (`workeroutput`), which fails the run."""
+    """Fail the run if any runtime printed a crash or an error that no test declared and no
+    test was failed for: one printed between tests, or after its test's own check had
+    looked (a task destroyed by Python's collector minutes later names the request, and so
+    the test, it came from). Under pytest-xdist each worker has its own pool and hands its
+    findings to the controller (`workeroutput`), which fails the run."""
     config = session.config
     pool = config.stash.get(RUNTIME_POOL, None)
-    crashes = config.stash.get(SESSION_CRASHES, []) + (pool.crash_lines() if pool is not None else [])
+    errors = config.stash.get(SESSION_ERRORS, []) + (pool.unexpected_errors() if pool is not None else [])
     starts = config.stash.get(RUNTIME_STARTS, []) + (pool.start_times if pool is not None else [])
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
-        workeroutput["runtime_crashes"] = crashes
+        workeroutput["runtime_errors"] = errors
         workeroutput["runtime_starts"] = starts
-    config.stash[SESSION_CRASHES] = crashes
+    config.stash[SESSION_ERRORS] = errors
     config.stash[RUNTIME_STARTS] = starts
-    if crashes and session.exitstatus == pytest.ExitCode.OK:
+    if errors and session.exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -98,7 +103,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_testnodedown(node: Any, error: object) -> None:
     output = getattr(node, "workeroutput", {})
     config = node.config
-    config.stash[SESSION_CRASHES] = config.stash.get(SESSION_CRASHES, []) + output.get("runtime_crashes", [])
+    config.stash[SESSION_ERRORS] = config.stash.get(SESSION_ERRORS, []) + output.get("runtime_errors", [])
     config.stash[RUNTIME_STARTS] = config.stash.get(RUNTIME_STARTS, []) + output.get("runtime_starts", [])
 
 
@@ -107,14 +112,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     if starts:
         # Each start costs seconds: growth here is what makes the suite slow (docs/testing.md).
         terminalreporter.write_line(f"runtimes started: {len(starts)}, in {sum(starts):.0f} s")
-    crashes = config.stash.get(SESSION_CRASHES, [])
-    if crashes:
-        terminalreporter.write_sep("=", "the local runtime crashed during the session", red=True)
-        for line in crashes:
+    errors = config.stash.get(SESSION_ERRORS, [])
+    if errors:
+        terminalreporter.write_sep("=", "runtimes printed errors no test expected, after their tests had ended", red=True)
+        for line in errors:
             terminalreporter.write_line(line)
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0)) as client:
+async def http(request: pytest.FixtureRequest) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client whose every response's request id is claimed for the test, so that the
+    lines its requests print later are still its own (tests/harness/output.py)."""
+
+    async def claim(response: httpx.Response) -> None:
+        pool = request.config.stash.get(RUNTIME_POOL, None)
+        if pool is not None:
+            pool.claim(str(response.url), response.headers.get("x-request-id"))
+
+    async with httpx.AsyncClient(timeout=httpx.Timeout(30.0), event_hooks={"response": [claim]}) as client:
         yield client

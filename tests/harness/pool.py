@@ -16,12 +16,15 @@ directory) keep the emulator's options in the key, so such a test gets a runtime
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import secrets
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.harness.output import NO_TEST
 from tests.harness.runtime import EMULATOR_FIELDS, LocalRuntime, RuntimeOptions, emulator_settings
 
 UNREACHABLE_RATE_LIMIT = RuntimeOptions().rate_limit
@@ -90,9 +93,22 @@ def served(options: RuntimeOptions) -> str:
     return json.dumps({"script": script, "settings": emulator_settings(options)})
 
 
+@dataclass(frozen=True)
+class Lease:
+    """One test's hold on the runtimes it takes: what its lines are attributed to."""
+
+    number: int
+    test: str  # the test's node id
+    expected_errors: tuple[str, ...] = ()  # what of its errors it provokes on purpose
+
+    def expects(self, line: str) -> bool:
+        return any(expected in line for expected in self.expected_errors)
+
+
 class RuntimePool:
     """Keeps a few runtimes alive across tests, keyed by their options without the script,
-    and remembers which runtimes each test used so that a crash fails the test that saw it."""
+    and remembers which runtimes each test used so that a crash or an unexpected error
+    fails the test whose request printed it."""
 
     def __init__(self, capacity: int = 5) -> None:
         self._capacity = capacity
@@ -104,6 +120,10 @@ class RuntimePool:
         self._used_in_test: dict[int, LocalRuntime] = {}
         self._leases: dict[int, int] = {}  # id(runtime) -> how many tests it was handed to
         self._isolated: list[LocalRuntime] = []  # started for the current test alone
+        self._numbers = itertools.count(NO_TEST + 1)
+        self.lease = Lease(NO_TEST, "(between tests)")
+        self.leases: dict[int, Lease] = {NO_TEST: self.lease}
+        self._reported: set[tuple[int, int]] = set()  # (id(runtime), line index): errors already failing a test
 
     def get(self, options: RuntimeOptions) -> LocalRuntime:
         """A running runtime replaying `options.ai_script`. Within one test, two scripts on
@@ -126,6 +146,7 @@ class RuntimePool:
             assert runtime.script_url is not None
             self._scripts.serve(runtime.script_url, options)
         runtime.options = options
+        runtime.output.lease = self.lease.number
         if id(runtime) not in self._used_in_test:
             runtime.test_mark = self._test_marks.get(id(runtime), 0)  # 0: started for this test
         self._runtimes.append((key, runtime))  # most recently used last
@@ -135,6 +156,7 @@ class RuntimePool:
 
     def _start_isolated(self, options: RuntimeOptions) -> LocalRuntime:
         runtime = LocalRuntime(options)  # test_mark 0: all of its output is this test's
+        runtime.output.lease = self.lease.number
         self.started.append(runtime)
         began = time.monotonic()
         runtime.start()
@@ -164,29 +186,54 @@ class RuntimePool:
         return None
 
     def end_test(self) -> None:
-        """Stop the runtimes this test had of its own (after its crash check)."""
+        """Stop the runtimes this test had of its own (after its checks); what the others
+        print from now on that names no request is no test's."""
+        for runtime in self._used_in_test.values():
+            runtime.output.lease = NO_TEST
         while self._isolated:
             self._isolated.pop().stop()
 
-    def begin_test(self) -> None:
-        """Forget the runtimes used so far and note where each running one's output stands."""
+    def begin_test(self, test: str, expected_errors: tuple[str, ...] = ()) -> None:
+        """Start a new lease for `test`: forget the runtimes used so far and note where each
+        running one's output stands."""
         self.end_test()
+        self.lease = Lease(next(self._numbers), test, expected_errors)
+        self.leases[self.lease.number] = self.lease
         self._test_marks = {id(runtime): len(runtime.lines) for _, runtime in self._runtimes}
         self._used_in_test = {}
 
-    def crash_lines_in_test(self) -> list[str]:
-        """Crash lines printed since `begin_test` by the runtimes handed out since, each
-        prefixed with its runtime's address; waits for their output to settle first."""
+    def claim(self, url: str, request_id: str | None) -> None:
+        """A response from `url` named `request_id`: that request is the current test's."""
+        if request_id is None:
+            return
+        for runtime in self._used_in_test.values():
+            if url.startswith(runtime.url + "/"):
+                runtime.output.claim(request_id)
+
+    def errors_in_test(self) -> list[str]:
+        """Error lines of the current test's own requests (and of no request, printed while it
+        held the runtime) that it did not declare, each with its runtime's address; waits for
+        the output to settle first. Reported once: the session's check leaves them out."""
         found = []
         for runtime in self._used_in_test.values():
             runtime.wait_until_quiet()
-            since = self._test_marks.get(id(runtime), 0)  # 0: started during the test
-            found += [f"{runtime.url}: {line}" for line in runtime.crash_lines(since)]
+            for index, line in runtime.error_lines(self.lease.number):
+                if not self.lease.expects(line):
+                    self._reported.add((id(runtime), index))
+                    found.append(f"{runtime.url}: {line}")
         return found
 
-    def crash_lines(self) -> list[str]:
-        """Crash lines printed by any runtime this pool started, prefixed with its address."""
-        return [f"{runtime.url}: {line}" for runtime in self.started for line in runtime.crash_lines(since=0)]
+    def unexpected_errors(self) -> list[str]:
+        """Error lines of any runtime this pool started that no test declared and none was
+        failed for: printed after their test had ended, or between tests. Each names the
+        test its request belonged to."""
+        found = []
+        for runtime in self.started:
+            for index, line in runtime.error_lines():
+                lease = self.leases[runtime.output.owners[index]]
+                if (id(runtime), index) not in self._reported and not lease.expects(line):
+                    found.append(f"{runtime.url}: {line}  [{lease.test}]")
+        return found
 
     def close(self) -> None:
         while self._isolated:

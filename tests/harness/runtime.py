@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from typing import Any
 import httpx
 
 from devtools.dev import emulator_config, free_port, parse_args
+from tests.harness.output import ANSI_ESCAPE, RuntimeOutput, crash_lines, is_error, plain
 
 ROOT = Path(__file__).resolve().parents[2]
 READY_TIMEOUT_S = 120.0
@@ -51,31 +51,8 @@ def wrangler_config() -> Any:
 # The default runtime's body limit besides images (Config.body_limit: its models' context windows).
 BODY_LIMIT: int = wrangler_config().body_limit
 
-# In Pyodide a stack overflow or an out-of-memory is not a Python exception: workerd aborts
-# the isolate, every stream in flight is cut, and wrangler restarts the runtime, after
-# which requests succeed again. Only the runtime's output tells, in these words.
-CRASH_MARKERS = (
-    "Pyodide has suffered a fatal error",
-    "Fatal uncaught",
-    "abortIsolate",
-    "crashed unexpectedly",
-    # V8 out of memory in workerd itself (the attack of issue 31: a held answer past the heap).
-    "Reached heap limit",
-    "V8 fatal error",
-    # Not a crash, but as bad: the emulator could not get its script from the pool
-    # (ai_emulator/emulator.js, currentVars), so the test's upstream was never its own.
-    "ai_script_unavailable",
-)
-# wrangler colours its output: CSI sequences such as "\x1b[41;97m" may sit inside a marker.
-ANSI_ESCAPE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 # The crash is printed shortly after the cut-off requests return (about 50 ms measured).
 OUTPUT_QUIET_S = 0.2
-
-
-def crash_lines(lines: Iterable[str]) -> list[str]:
-    """The lines, without colour codes, that report a crash of the runtime."""
-    plain = (ANSI_ESCAPE.sub("", line) for line in lines)
-    return [line for line in plain if any(marker in line for marker in CRASH_MARKERS)]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -147,7 +124,8 @@ _JSON = json.JSONDecoder()
 class LocalRuntime:
     options: RuntimeOptions
     port: int = field(default_factory=free_port)
-    lines: list[str] = field(default_factory=list)
+    # Everything it printed, each line with the test it belongs to (tests/harness/output.py).
+    output: RuntimeOutput = field(default_factory=RuntimeOutput)
     _process: subprocess.Popen[str] | None = None
     _collector: threading.Thread | None = None
     _last_line_at: float = 0.0  # time.monotonic() when the last line arrived
@@ -158,6 +136,11 @@ class LocalRuntime:
     # Where the output of the test now holding it begins (the pool sets it): what the methods
     # below read by default, so that no test reads another test's lines on a shared runtime.
     test_mark: int = 0
+
+    @property
+    def lines(self) -> list[str]:
+        """Every line printed so far, whoever's: `len(runtime.lines)` marks a point in it."""
+        return self.output.lines
 
     @property
     def url(self) -> str:
@@ -173,7 +156,7 @@ class LocalRuntime:
                 lost_port_race = any(ADDRESS_IN_USE in line for line in self.lines)
                 if not lost_port_race or attempt == PORT_ATTEMPTS - 1:
                     raise
-                self.lines.clear()
+                self.output = RuntimeOutput()
                 self.port = free_port()
         raise AssertionError("unreachable")
 
@@ -210,7 +193,7 @@ class LocalRuntime:
     def _collect(self) -> None:
         assert self._process is not None and self._process.stdout is not None
         for line in self._process.stdout:
-            self.lines.append(line.rstrip("\n"))
+            self.output.add(line.rstrip("\n"))
             self._last_line_at = time.monotonic()
 
     def _wait_until_serving(self) -> None:
@@ -252,10 +235,16 @@ class LocalRuntime:
 
     # --- reading what the runtime printed ---------------------------------------------
 
+    def own_lines(self, since: int | None = None) -> list[str]:
+        """The lines of the test now holding the runtime, from line `since` on (by default,
+        from where the test began): those of its requests, and those naming no request
+        that came while it held the runtime (tests/harness/output.py)."""
+        return self.output.lines_of(self.output.lease, self.test_mark if since is None else since)
+
     def records(self, since: int | None = None) -> Iterator[dict[str, Any]]:
-        """JSON log records printed by the Worker or the emulator (prefixes stripped), from line
-        `since` on (by default, from where the current test began)."""
-        for line in self.lines[self.test_mark if since is None else since:]:
+        """JSON log records printed by the Worker or the emulator (prefixes stripped) for the
+        test now holding the runtime, from line `since` on (by default, from where it began)."""
+        for line in self.own_lines(since):
             start = line.find("{")
             if start < 0:
                 continue
@@ -286,11 +275,18 @@ class LocalRuntime:
             time.sleep(0.05)
 
     def hung_reports(self, since: int | None = None) -> list[str]:
-        return [line for line in self.lines[self.test_mark if since is None else since:] if HUNG_REPORT in line]
+        return [line for line in self.own_lines(since) if HUNG_REPORT in line]
 
     def crash_lines(self, since: int | None = None) -> list[str]:
-        """Lines from index `since` on that report a crash of the runtime (colour codes removed)."""
-        return crash_lines(self.lines[self.test_mark if since is None else since:])
+        """The test's lines from index `since` on that report a crash of the runtime (colour
+        codes removed)."""
+        return crash_lines(self.own_lines(since))
+
+    def error_lines(self, lease: int | None = None, since: int = 0) -> list[tuple[int, str]]:
+        """(index, line without colour codes) of the lines from `since` on that report an
+        error or a crash: `lease`'s, or everyone's."""
+        owned = enumerate(self.lines) if lease is None else self.output.owned(lease, since)
+        return [(index, plain(line)) for index, line in owned if index >= since and is_error(plain(line))]
 
     def wait_until_quiet(self, quiet: float = OUTPUT_QUIET_S, timeout: float = 2.0) -> None:
         """Wait until nothing has been printed for `quiet` seconds, counted from now at the

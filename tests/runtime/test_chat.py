@@ -352,6 +352,6 @@ async def test_fifty_concurrent_streams_each_get_exactly_their_own_content(start
     for secret, result in zip(secrets, results, strict=False):
         assert result.terminal.name == "done"
         assert result.text == secret * 2
-    logged = "\n".join(runtime.lines[mark:])
+    logged = "\n".join(runtime.own_lines(mark))
     assert not any(secret in logged for secret in secrets), "message text must never be logged"
     assert len(runtime.wait_for_count("chat_stream_completed", 50, since=mark)) == 50

@@ -179,7 +179,7 @@ async def test_an_openai_framed_model_streams_its_calls_as_vllm_does(start_runti
 
     run = runs(runtime, since)[0]
     assert run["tools"] == ["current_time", "get_weather"] and run["history"] == [{"role": "user"}]
-    assert "Tokyo" not in "\n".join(runtime.lines[since:]), "no message text in the log"
+    assert "Tokyo" not in "\n".join(runtime.own_lines(since)), "no message text in the log"
 
 
 async def test_a_native_model_streams_whole_calls_in_one_frame(start_runtime, http, probe_options):
@@ -260,7 +260,7 @@ async def test_after_a_tool_result_the_reply_quotes_it_and_the_log_shows_the_con
         {"role": "tool", "tool_call_id": "call_a"},
     ]
     assert runs(runtime, since)[0]["settings"]["tool_choice"] == "required"
-    assert "sunny" not in "\n".join(runtime.lines[since:]), "no tool result in the log"
+    assert "sunny" not in "\n".join(runtime.own_lines(since)), "no tool result in the log"
 
 
 @pytest.mark.parametrize(("model", "inputs"), [

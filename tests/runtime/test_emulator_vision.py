@@ -104,7 +104,7 @@ async def test_the_ai_run_record_counts_the_images_and_their_bytes_and_holds_nei
     record = runtime.wait_for_record("ai_run", since=mark, model=GEMMA)
     assert record["images"] == 2 and record["image_bytes"] == len(PNG) + len(GIF)
     assert record["history"][-1] == {"role": "user"}
-    logged = "\n".join(runtime.lines[mark:])
+    logged = "\n".join(runtime.own_lines(mark))
     for image in (PNG, GIF):
         assert base64.b64encode(image).decode()[:24] not in logged, "no image bytes in any log line"
     assert "zanzibarian" not in logged, "no message text in any log line"

@@ -153,4 +153,4 @@ async def test_a_model_that_fails_after_the_start_timeout_prints_no_provider_tex
     assert response.status_code == 504
     runtime.wait_for_record("ai_start_failed", since=mark)
     await asyncio.sleep(1)  # a late failure would be printed after the response
-    assert not any("late provider text" in line for line in runtime.lines[mark:])
+    assert not any("late provider text" in line for line in runtime.own_lines(mark))

@@ -50,7 +50,7 @@ async def test_an_image_turn_naming_no_model_is_answered_by_vision_model_and_met
     assert answer.text.startswith("I see a 3\u00d72 PNG and a 1\u00d71 GIF.")  # the GIF sent as a GIF, whatever its URL said
     run = runtime.wait_for_record("ai_run", since=mark)
     assert (run["model"], run["images"]) == (GEMMA, 2)
-    assert not any("base64" in line or "iVBOR" in line for line in runtime.lines[mark:])  # no image bytes in any log
+    assert not any("base64" in line or "iVBOR" in line for line in runtime.own_lines(mark))  # no image bytes in any log
 
 
 async def test_a_resumable_image_turn_is_answered_and_read_again_whole(start_runtime, http):

@@ -92,6 +92,6 @@ async def test_a_mid_stream_upstream_error_prints_no_provider_text(runtime, http
     await asyncio.sleep(SETTLE_S)  # uncaught-exception reports arrive after the stream has failed
 
     assert [line for line in runtime.lines if message in line] == []
-    uncaught = [line for line in runtime.lines[mark:] if UNCAUGHT_JS_ERROR.search(line)]
+    uncaught = [line for line in runtime.own_lines(mark) if UNCAUGHT_JS_ERROR.search(line)]
     assert [line for line in uncaught if RPC_STREAM_LOST not in line] == []
     assert runtime.hung_reports() == []

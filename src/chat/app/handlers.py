@@ -25,11 +25,12 @@ from chat.api.stored_items import PageQuery
 from chat.api.validation import is_json_media_type, parse_json_body, validate_chat, validate_ui_chat
 from chat.app.callers import client_of, owner_of
 from chat.config import Config, ConfigError
-from chat.logs import log
+from chat.logs import log, serving
 from chat.model import catalog
 from chat.model.call import model_call
 from chat.output.check import answer_check
 from chat.platform.edge import JsEdge
+from chat.platform.ffi import alarm
 from chat.ratelimit.binding import spend
 from chat.resumable import client as resumable
 from chat.resumable.formats import ReaderFormat
@@ -70,15 +71,16 @@ async def handle(request: Any, env: Any, ctx: Any) -> Any:
     path = edge.request.path
     found = match(path)
     exchange = Exchange(edge.request, render_error=error_renderer(path, found))
+    serving(exchange.request_id)
     try:
         reply = await _serve(edge, exchange, found)
     except ApiError as error:
         reply = exchange.error(error)
     except ConfigError as problem:
-        log("config_invalid", request_id=exchange.request_id, detail=str(problem))
+        alarm("config_invalid", detail=str(problem))
         reply = exchange.error(ApiError("internal_error"))
     except Exception as exc:  # noqa: BLE001 - never a stack trace to the client
-        log("internal_error", request_id=exchange.request_id, detail=type(exc).__name__)
+        alarm("internal_error", detail=type(exc).__name__)
         reply = exchange.error(ApiError("internal_error"))
     if exchange.request.method == "HEAD":
         reply = replace(reply, body=None)  # as GET answers, without the body (no stream was made for it)

@@ -107,12 +107,12 @@ class Conversation(DurableObject):
         try:
             return await call()
         except (MalformedOrder, ValueError, TypeError, KeyError) as problem:
-            log("conversation_malformed_order", detail=type(problem).__name__)
+            ffi.alarm("conversation_malformed_order", detail=type(problem).__name__)
             return _failure(ApiError("internal_error"))
         except ApiError as error:
             return _failure(error)
         except Exception as exc:  # noqa: BLE001 - never a traceback to the Worker
-            log("internal_error", route="conversation", detail=type(exc).__name__)
+            ffi.alarm("internal_error", route="conversation", detail=type(exc).__name__)
             return _failure(ApiError("internal_error"))
 
     async def _owned(self, owner: Any, then: Callable[[dict[str, Any]], Any]) -> Any:

@@ -25,10 +25,11 @@ from typing import Any
 import js
 from pyodide.ffi import JsException, JsProxy, create_proxy, to_js
 
-from chat.logs import line
+from chat.logs import async_error_fields, line
 
 __all__ = [
-    "JsException", "ProxyScope", "abort_controller", "alarm", "as_js", "import_js_module", "js_bytes", "js_object", "json_response", "keep_alive", "response",
+    "JsException", "ProxyScope", "abort_controller", "alarm", "as_js", "import_js_module", "js_bytes", "js_object", "json_response", "keep_alive",
+    "report_async_errors", "response",
 ]
 
 
@@ -37,6 +38,17 @@ def alarm(event: str, **fields: Any) -> None:
     records it at level "error" (what an alert filters on, docs/deploying.md), and with
     `"level": "error"` in the line itself for any other reader."""
     js.console.error(line(event, level="error", **fields))
+
+
+def report_async_errors() -> None:
+    """Report what asyncio finds wrong (a task destroyed while pending, an exception no one
+    retrieved) as an alarm line naming the request, instead of Python's default: several
+    plain lines on stderr that name no request and may quote a callback's arguments."""
+
+    def report(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        alarm("async_error", **async_error_fields(context))
+
+    asyncio.get_event_loop().set_exception_handler(report)
 
 
 def as_js(value: Any) -> Any:

@@ -122,12 +122,12 @@ class ChatStream(DurableObject):
         try:
             return await call()
         except MalformedOrder as problem:
-            log("chat_resumable_malformed_order", detail=str(problem))
+            ffi.alarm("chat_resumable_malformed_order", detail=str(problem))
             return _failure(ApiError("internal_error"))
         except ApiError as error:
             return _failure(error)
         except Exception as exc:  # noqa: BLE001 - never a traceback to the Worker
-            log("internal_error", route="resumable", detail=type(exc).__name__)
+            ffi.alarm("internal_error", route="resumable", detail=type(exc).__name__)
             return _failure(ApiError("internal_error"))
 
     async def alarm(self, *_args: Any) -> None:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from chat.logs import log
-from chat.platform.ffi import JsException
+from chat.platform.ffi import JsException, alarm
 from chat.stream.lifecycle import StreamLifecycle
 from chat.stream.relay import MAX_FEED_BYTES
 
@@ -31,7 +31,10 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
     pending: asyncio.Future[Any] | None = None
     # One timer at a time, always left to fire: a timer cancelled in Pyodide stays active
     # in workerd until it would have fired, and an isolate may have at most 10,000 (a
-    # timeout per read reached that on an upstream of many small chunks).
+    # timeout per read reached that on an upstream of many small chunks). A plain future,
+    # not a task: the last one is still pending when the answer ends, and a task left
+    # pending is reported by Python's collector as destroyed ("Task was destroyed but it is
+    # pending!", once per collected answer) when its timer dies with the request.
     ticker: asyncio.Future[None] | None = None
     ended = False
     try:
@@ -39,7 +42,7 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
             if pending is None:
                 pending = asyncio.ensure_future(reader.read())
             if ticker is None:
-                ticker = asyncio.ensure_future(asyncio.sleep(lifecycle.next_tick(time.monotonic())))
+                ticker = _timer(lifecycle.next_tick(time.monotonic()))
             finished, _ = await asyncio.wait({pending, ticker}, return_when=asyncio.FIRST_COMPLETED)
             now = time.monotonic()
             if ticker in finished:
@@ -76,7 +79,7 @@ async def collect(upstream: Any, lifecycle: StreamLifecycle, *, log_fields: dict
         event, fields = lifecycle.outcome(time.monotonic())
         log(event, **log_fields, **fields)
     except Exception as exc:  # noqa: BLE001 - the record is lost, never the answer
-        log("internal_error", route="collect", detail=type(exc).__name__)
+        alarm("internal_error", request_id=log_fields["request_id"], route="collect", detail=type(exc).__name__)
     return "".join(out)
 
 
@@ -92,3 +95,11 @@ def _feed(lifecycle: StreamLifecycle, decoder: codecs.IncrementalDecoder, chunk:
         if lifecycle.over:
             break
     return "".join(out)
+
+
+def _timer(delay: float) -> asyncio.Future[None]:
+    """A future that is done after `delay` seconds."""
+    loop = asyncio.get_running_loop()
+    timer: asyncio.Future[None] = loop.create_future()
+    loop.call_later(delay, lambda: timer.done() or timer.set_result(None))
+    return timer

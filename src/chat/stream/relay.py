@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from chat.logs import log
-from chat.platform.ffi import JsException, ProxyScope, import_js_module
+from chat.platform.ffi import JsException, ProxyScope, alarm, import_js_module
 from chat.stream.lifecycle import StreamLifecycle
 
 # A network chunk larger than this is fed in slices of this size, so one huge chunk never
@@ -130,7 +130,7 @@ class StreamRelay:
             event, fields = lifecycle.outcome(now)
             log(event, **self._log_fields, **fields)
         except Exception as exc:  # noqa: BLE001 - the record is lost, never the answer's end
-            log("internal_error", route="relay", detail=type(exc).__name__)
+            alarm("internal_error", request_id=self._log_fields["request_id"], route="relay", detail=type(exc).__name__)
         return out
 
     def _answer(self, out: str) -> Any:
@@ -142,7 +142,8 @@ class StreamRelay:
         try:
             await settled
         except JsException as error:
-            log("internal_error", route="relay", detail=str(getattr(error, "name", "JsException")))
+            alarm("internal_error", request_id=self._log_fields["request_id"], route="relay",
+                  detail=str(getattr(error, "name", "JsException")))
         finally:
             # relay.mjs calls nothing of ours after `settled`.
             self._proxies.close()

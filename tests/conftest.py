@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from tests.harness.pool import RuntimePool
-from tests.harness.runtime import LocalRuntime, RuntimeOptions
+from tests.harness.runtime import ROOT, LocalRuntime, RuntimeOptions
 
 # Hypothesis profiles for every property test. `ci` (the default) draws the same examples
 # every run, so a run answers the same way every time (a failure is the change's, not the
@@ -75,7 +76,8 @@ def fail_on_runtime_errors(request: pytest.FixtureRequest) -> Iterator[None]:
         pytest.fail("the local runtime printed errors this test did not expect:\n" + "\n".join(errors), pytrace=False)
 
 
-RUNTIME_STARTS = pytest.StashKey[list[float]]()  # seconds per start, across xdist workers
+RUNTIME_STARTS = pytest.StashKey[list[dict[str, object]]]()  # every start, across xdist workers (pool.starts)
+STARTS_REPORT = ROOT / ".dev" / "runtime-starts.json"
 
 
 @pytest.hookimpl(trylast=True)  # after the session's fixtures are torn down: every runtime stopped
@@ -88,7 +90,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     pool = config.stash.get(RUNTIME_POOL, None)
     errors = config.stash.get(SESSION_ERRORS, []) + (pool.unexpected_errors() if pool is not None else [])
-    starts = config.stash.get(RUNTIME_STARTS, []) + (pool.start_times if pool is not None else [])
+    starts = config.stash.get(RUNTIME_STARTS, []) + (pool.starts if pool is not None else [])
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None:
         workeroutput["runtime_errors"] = errors
@@ -111,7 +113,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     starts = config.stash.get(RUNTIME_STARTS, [])
     if starts:
         # Each start costs seconds: growth here is what makes the suite slow (docs/testing.md).
-        terminalreporter.write_line(f"runtimes started: {len(starts)}, in {sum(starts):.0f} s")
+        option_sets = {start["options"] for start in starts}
+        seconds = sum(float(str(start["seconds"])) for start in starts)
+        STARTS_REPORT.parent.mkdir(exist_ok=True)
+        STARTS_REPORT.write_text(json.dumps(sorted(starts, key=lambda start: str(start["options"])), indent=1))
+        terminalreporter.write_line(f"runtimes started: {len(starts)} for {len(option_sets)} option sets, in {seconds:.0f} s "
+                                    f"(each in {STARTS_REPORT.relative_to(ROOT)})")
     errors = config.stash.get(SESSION_ERRORS, [])
     if errors:
         terminalreporter.write_sep("=", "runtimes printed errors no test expected, after their tests had ended", red=True)

@@ -80,6 +80,7 @@ def test_a_binding_it_cannot_serve_is_refused_not_left_out():
         workerd_config({**PRODUCTION, "kv_namespaces": [{"binding": "KV", "id": "x"}]}, launcher_args([]))
 
 
+@pytest.mark.expected_errors("model_not_served")
 async def test_workerd_alone_streams_a_whole_answer_and_passes_raw_through(start_runtime, http):
     # No model has that name: Workers AI (the emulator) refuses it, and the fallback answers.
     variables = (("MODEL", AWKWARD), ("ALLOW_UNLISTED_MODELS", "true"), ("FALLBACK_MODELS", FALLBACK))

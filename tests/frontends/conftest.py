@@ -32,6 +32,7 @@ class PageRun:
     runtime: LocalRuntime
     mark: int
     reports: dict[str, dict[str, Any]]
+    lease: int  # the test that ran it: its lines are every test's that shares the run
 
     def report(self, scenario: str) -> dict[str, Any]:
         """The scenario's report, checked to have run to its end on a page that loaded."""
@@ -74,7 +75,9 @@ def run_pages(start_runtime, page_runs) -> Callable[..., PageRun]:
         key = (runtime.url, options, scenarios)
         if key not in page_runs:
             mark = len(runtime.lines)
-            page_runs[key] = PageRun(runtime, mark, drive_pages(runtime.url, scenarios, screenshot, runtime.script_url))
+            reports = drive_pages(runtime.url, scenarios, screenshot, runtime.script_url)
+            page_runs[key] = PageRun(runtime, mark, reports, runtime.output.lease)
+        runtime.output.shared.add(page_runs[key].lease)
         return page_runs[key]
 
     return run

@@ -32,6 +32,7 @@ from tests.frontends.upstreams import (
     TOOL_QUESTION,
     expected_answer,
 )
+from tests.harness.output import RAW_UPSTREAM_LOST
 from tests.harness.runtime import free_port
 from tests.harness.scenarios import hang, native_frame, script
 from tests.image_files import data_url, png
@@ -236,6 +237,7 @@ def test_the_timeout_counts_events_so_pings_do_not_keep_a_silent_model_alive(sta
     assert (result.exit_code, result.status, result.stdout) == (4, "stream_error: timeout", "Hello\n")
 
 
+@pytest.mark.expected_errors(RAW_UPSTREAM_LOST)
 def test_raw_mode_reports_truncated_when_the_upstream_breaks_before_done(start_runtime):
     runtime = start_runtime(FAILING)
     result = run_cli("--url", runtime.url, "--raw", QUESTION)

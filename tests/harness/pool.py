@@ -87,6 +87,13 @@ def sharing_key(options: RuntimeOptions) -> RuntimeOptions:
     return options
 
 
+def describe(options: RuntimeOptions) -> str:
+    """The options that differ from the defaults, the script left out: what a start was for."""
+    default = RuntimeOptions()
+    return ", ".join(f"{field.name}={getattr(options, field.name)!r}" for field in dataclasses.fields(options)
+                     if field.name != "ai_script" and getattr(options, field.name) != getattr(default, field.name)) or "defaults"
+
+
 def served(options: RuntimeOptions) -> str:
     """What the script server serves for a runtime replaying `options`."""
     script = None if options.ai_script is None else json.loads(options.ai_script)
@@ -115,13 +122,13 @@ class RuntimePool:
         self._scripts = ScriptServer()
         self._runtimes: list[tuple[RuntimeOptions, LocalRuntime]] = []  # least recently used first
         self.started: list[LocalRuntime] = []  # every runtime started, running or stopped
-        self.start_times: list[float] = []  # seconds each start took
+        self.starts: list[dict[str, object]] = []  # each start: seconds, the options it was for, the test
         self._test_marks: dict[int, int] = {}  # id(runtime) -> its line count when the test began
         self._used_in_test: dict[int, LocalRuntime] = {}
         self._leases: dict[int, int] = {}  # id(runtime) -> how many tests it was handed to
         self._isolated: list[LocalRuntime] = []  # started for the current test alone
         self._numbers = itertools.count(NO_TEST + 1)
-        self.lease = Lease(NO_TEST, "(between tests)")
+        self.lease = Lease(NO_TEST, "(before any test)")
         self.leases: dict[int, Lease] = {NO_TEST: self.lease}
         self._reported: set[tuple[int, int]] = set()  # (id(runtime), line index): errors already failing a test
 
@@ -139,9 +146,7 @@ class RuntimePool:
             runtime = LocalRuntime(key, script_url=script_url)
             self._scripts.serve(script_url, options)
             self.started.append(runtime)
-            began = time.monotonic()
-            runtime.start()
-            self.start_times.append(time.monotonic() - began)
+            self._start(runtime, key)
         else:
             assert runtime.script_url is not None
             self._scripts.serve(runtime.script_url, options)
@@ -157,13 +162,16 @@ class RuntimePool:
     def _start_isolated(self, options: RuntimeOptions) -> LocalRuntime:
         runtime = LocalRuntime(options)  # test_mark 0: all of its output is this test's
         runtime.output.lease = self.lease.number
-        self.started.append(runtime)
-        began = time.monotonic()
-        runtime.start()
-        self.start_times.append(time.monotonic() - began)
+        self._start(runtime, options)
         self._isolated.append(runtime)
         self._used_in_test[id(runtime)] = runtime
         return runtime
+
+    def _start(self, runtime: LocalRuntime, key: RuntimeOptions) -> None:
+        self.started.append(runtime)
+        began = time.monotonic()
+        runtime.start()
+        self.starts.append({"seconds": round(time.monotonic() - began, 1), "options": describe(key), "test": self.lease.test})
 
     def _evict(self) -> None:
         """Stop the runtime handed out least often (of equals, the least recently used): the
@@ -186,10 +194,10 @@ class RuntimePool:
         return None
 
     def end_test(self) -> None:
-        """Stop the runtimes this test had of its own (after its checks); what the others
-        print from now on that names no request is no test's."""
+        """Stop the runtimes this test had of its own (after its checks). What the others
+        print that names no request is still this test's until another takes them."""
         for runtime in self._used_in_test.values():
-            runtime.output.lease = NO_TEST
+            runtime.output.shared.clear()
         while self._isolated:
             self._isolated.pop().stop()
 
@@ -217,7 +225,8 @@ class RuntimePool:
         found = []
         for runtime in self._used_in_test.values():
             runtime.wait_until_quiet()
-            for index, line in runtime.error_lines(self.lease.number):
+            since = self._test_marks.get(id(runtime), 0)  # 0: started during the test
+            for index, line in runtime.error_lines(self.lease.number, since):
                 if not self.lease.expects(line):
                     self._reported.add((id(runtime), index))
                     found.append(f"{runtime.url}: {line}")

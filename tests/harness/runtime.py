@@ -239,7 +239,7 @@ class LocalRuntime:
         """The lines of the test now holding the runtime, from line `since` on (by default,
         from where the test began): those of its requests, and those naming no request
         that came while it held the runtime (tests/harness/output.py)."""
-        return self.output.lines_of(self.output.lease, self.test_mark if since is None else since)
+        return self.output.lines_of(self.output.readable(), self.test_mark if since is None else since)
 
     def records(self, since: int | None = None) -> Iterator[dict[str, Any]]:
         """JSON log records printed by the Worker or the emulator (prefixes stripped) for the
@@ -274,6 +274,18 @@ class LocalRuntime:
                 return found
             time.sleep(0.05)
 
+    def wait_for_line(self, text: str, since: int | None = None, timeout: float = 10.0) -> str:
+        """The test's first line from `since` on that contains `text` (colour codes removed),
+        waited for: output about a request can arrive after its response."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [line for line in map(plain, self.own_lines(since)) if text in line]
+            if found:
+                return found[0]
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no line with {text!r} within {timeout}s")
+            time.sleep(0.05)
+
     def hung_reports(self, since: int | None = None) -> list[str]:
         return [line for line in self.own_lines(since) if HUNG_REPORT in line]
 
@@ -286,7 +298,8 @@ class LocalRuntime:
         """(index, line without colour codes) of the lines from `since` on that report an
         error or a crash: `lease`'s, or everyone's."""
         owned = enumerate(self.lines) if lease is None else self.output.owned(lease, since)
-        return [(index, plain(line)) for index, line in owned if index >= since and is_error(plain(line))]
+        found = ((index, plain(line)) for index, line in owned if index >= since)
+        return [(index, line) for index, line in found if is_error(line)]
 
     def wait_until_quiet(self, quiet: float = OUTPUT_QUIET_S, timeout: float = 2.0) -> None:
         """Wait until nothing has been printed for `quiet` seconds, counted from now at the

@@ -210,6 +210,7 @@ async def test_an_unknown_model_is_not_found_in_openais_shape(start_runtime, htt
     assert missing.status_code == 404 and (body["code"], body["type"], body["param"]) == ("not_found", "invalid_request_error", None)
 
 
+@pytest.mark.expected_errors("model_not_served")
 @pytest.mark.parametrize(
     ("prompt", "exception", "status", "code"),
     [

@@ -129,6 +129,7 @@ async def test_client_disconnects_cancel_the_upstream_and_are_logged(matrix_runt
     await assert_still_healthy(matrix_runtime, http)
 
 
+@pytest.mark.expected_errors("model_not_served")
 @pytest.mark.parametrize("prompt", list(START_FAILURES))
 async def test_start_failures_are_json_errors_with_the_right_status(matrix_runtime, http, prompt):
     _script, status, code = START_FAILURES[prompt]

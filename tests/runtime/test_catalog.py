@@ -149,6 +149,7 @@ async def test_every_catalog_model_streams_its_own_text_and_reasoning_on_every_s
     assert ui_texts(ui.content)[:2] == (text, reasoning)
 
 
+@pytest.mark.expected_errors("model_not_served")
 async def test_a_model_workers_ai_does_not_have_is_the_servers_fault_on_every_route_and_raises_the_alarm(start_runtime, http):
     runtime = start_runtime(MISSING)
     since = len(runtime.lines)

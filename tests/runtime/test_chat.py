@@ -188,6 +188,7 @@ async def test_auth_token_and_allowed_origins_are_enforced(start_runtime, http):
     assert all(e.data["p"] == "" for e in result.events if e.name == "delta"), "PADDING=0 turns padding off"
 
 
+@pytest.mark.expected_errors("config_invalid")
 async def test_bad_configuration_fails_with_a_clear_log_and_a_generic_error(start_runtime, http):
     runtime = start_runtime(RuntimeOptions(ai_pace=0, variables=(("MAX_TOKENS", "lots"),)))
     mark = len(runtime.lines)
@@ -214,6 +215,7 @@ async def test_openai_format_upstream_gives_the_same_protocol_with_finish_reason
 # --- start failures and fallbacks -----------------------------------------------------
 
 
+@pytest.mark.expected_errors("model_not_served")
 async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime, http):
     models = {A: script(fail_start="5007: No such model"), B: script(fail_start="3040: Capacity temporarily exceeded")}
     runtime = start_runtime(scripted_options([echo(), done_frame()], models=models,
@@ -227,6 +229,7 @@ async def test_fallback_models_are_tried_in_order_until_one_starts(start_runtime
     assert [(f["model"], f["code"]) for f in failures] == [(A, "model_misconfigured"), (B, "model_busy")]
 
 
+@pytest.mark.expected_errors("model_not_served")
 @pytest.mark.parametrize(
     ("binding_message", "status", "code"),
     [

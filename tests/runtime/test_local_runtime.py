@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from tests.harness.output import RAW_UPSTREAM_LOST
 from tests.harness.runtime import RuntimeOptions
 from tests.harness.scenarios import done_frame, echo, error, hang, repeat, scripted_options, send, send_bytes, sleep
 
@@ -122,6 +123,7 @@ async def test_scripted_steps_are_replayed_in_order(start_runtime, http):
     assert sleep_gap >= 0.25
 
 
+@pytest.mark.expected_errors(RAW_UPSTREAM_LOST)
 async def test_scripted_error_step_errors_the_upstream_stream(start_runtime, http):
     runtime = start_runtime(scripted_options([send('data: {"response": "a"}\n\n'), sleep(200), error("boom")]))
     mark = len(runtime.lines)

@@ -84,17 +84,19 @@ def test_a_request_s_lines_belong_to_the_test_that_first_saw_it_even_when_they_c
     output.lease = 1
     output.add(record("chat_stream_started", A))
     output.add("[wrangler:info] POST /v1/chat/completions 200 OK (5ms)")
-    output.lease = NO_TEST  # between tests
+    output.add(record("async_error", A, level="error"))  # after the test ended, before another took the runtime
+    output.lease = 2
     output.add(record("async_error", A, level="error"))  # the first test's request, minutes later
     output.add("a line of no request")
-    output.lease = 2
     output.add(record("chat_stream_ended", A))
     output.add(record("chat_stream_started", B))
     assert output.lines_of(1) == [record("chat_stream_started", A), "[wrangler:info] POST /v1/chat/completions 200 OK (5ms)",
-                                  record("async_error", A, level="error"), record("chat_stream_ended", A)]
-    assert output.lines_of(2) == [record("chat_stream_started", B)]
-    assert output.lines_of(NO_TEST) == ["a line of no request"]
-    assert output.lines_of(1, since=3) == [record("chat_stream_ended", A)]
+                                  record("async_error", A, level="error"), record("async_error", A, level="error"),
+                                  record("chat_stream_ended", A)]
+    assert output.lines_of(2) == ["a line of no request", record("chat_stream_started", B)]
+    assert output.lines_of(NO_TEST) == []
+    assert output.lines_of(1, since=4) == [record("chat_stream_ended", A)]
+    assert output.lines_of({1, 2}, since=5) == [record("chat_stream_ended", A), record("chat_stream_started", B)]
 
 
 def test_a_claimed_request_is_the_claiming_test_s_though_its_first_line_comes_after_the_test():
@@ -116,6 +118,8 @@ def test_a_runtime_reads_only_the_lines_of_the_test_holding_it():
     runtime.output.add(record("chat_stream_started", B))
     assert [r["request_id"] for r in runtime.records(since=0)] == [B]
     assert runtime.own_lines(mark) == [record("chat_stream_started", B)]
+    runtime.output.shared.add(1)  # a run made for several tests, read by the second
+    assert [r["request_id"] for r in runtime.records(since=0)] == [A, A, B]
     assert runtime.error_lines() == [] and len(runtime.lines) == 3
 
 

@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # (about 0.8 of 2 cores busy with 3 workers), so more workers than cores (docs/testing.md).
 TEST_WORKERS ?= 4
 
-.PHONY: setup browser dev lint check test screenshot bench deploy-check deploy clean
+.PHONY: setup browser dev lint check test fuzz screenshot bench deploy-check deploy clean
 
 # What `make dev` needs: no browser, nothing installed as root.
 setup: $(VENV)/.installed node_modules/.installed public/vendor/markdown-it.mjs
@@ -68,6 +68,13 @@ check: setup browser lint
 # first, undoing tests/conftest.py's order (the long heavy files first, not last).
 test: setup browser lint $(INSTRUCTOR_VENV)/.installed
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --cov --cov-report=term-missing:skip-covered --cov-fail-under=98 \
+		--durations=10 $(PYTEST_ARGS)
+
+# The heavy suites (load, runtime fuzz, stops under load, memory, schemathesis) at the sizes
+# of their claims, with a new fuzz seed each run: for looking for failures, not for checking
+# a change, which `make test` does with smaller sizes (docs/testing.md).
+fuzz: setup
+	RELIABILITY_SCALE=full $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m heavy \
 		--durations=10 $(PYTEST_ARGS)
 
 # The README's picture of the page, and docs/cli.md's of the CLI in a terminal (a pty

@@ -117,7 +117,7 @@ class RuntimePool:
     and remembers which runtimes each test used so that a crash or an unexpected error
     fails the test whose request printed it."""
 
-    def __init__(self, capacity: int = 5) -> None:
+    def __init__(self, capacity: int = 8) -> None:
         self._capacity = capacity
         self._scripts = ScriptServer()
         self._runtimes: list[tuple[RuntimeOptions, LocalRuntime]] = []  # least recently used first

@@ -1,7 +1,7 @@
 """Structured logs: one JSON object a line, never message text or generated text.
 
 Every line written while a request is being served carries its `request_id`, so that an
-operator (and the test harness, tests/harness/runtime.py) can tell which request wrote it:
+operator (and the test harness, tests/harness/output.py) can tell which request wrote it:
 the request sets `REQUEST_ID` once (`serving`), and every coroutine and asyncio task it
 starts inherits it. Code called back from JS (a stream's transform) runs outside that
 context and names its request itself, as it always has.
